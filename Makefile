@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# criu-amdgpu-plugin. `make` builds the plugin, its tools and the unit tests; `make check` installs
+# what is missing, then runs the unit tests and the QEMU test bed; `make demo` runs the product on
+# the emulated test bed. See README.md.
+
+BUILD      ?= build
+PREFIX     ?= /usr
+PLUGINDIR  ?= $(PREFIX)/lib/criu
+BINDIR     ?= $(PREFIX)/bin
+DESTDIR    ?=
+
+CC         ?= gcc
+CXX        ?= g++
+PKG_CONFIG ?= pkg-config
+PROTOC_C   ?= protoc-c
+
+PKGS       := libprotobuf-c libdrm libdrm_amdgpu numa
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+WARN       := -Wall -Wextra -Werror
+CPPFLAGS   += -Iplugins/amdgpu -I$(BUILD)/images $(PKG_CFLAGS) -D_GNU_SOURCE
+CXXFLAGS   ?= -O2 -g
+CXXFLAGS   += -std=c++20 $(WARN) -fPIC -fvisibility=hidden -fvisibility-inlines-hidden
+CFLAGS     ?= -O2 -g
+CFLAGS     += -fPIC -fvisibility=hidden
+LDLIBS     := $(PKG_LIBS) -lpthread
+
+PLUGIN     := plugins/amdgpu/amdgpu_plugin.so
+PROTO      := images/criu-amdgpu.proto
+PROTO_C    := $(BUILD)/images/criu-amdgpu.pb-c.c
+PROTO_H    := $(BUILD)/images/criu-amdgpu.pb-c.h
+PROTO_O    := $(BUILD)/images/criu-amdgpu.pb-c.o
+
+# The plugin core: everything but the hook entry, so tests and tools link it too.
+CORE_SRCS  := $(filter-out plugins/amdgpu/plugin_entry.cpp,$(wildcard plugins/amdgpu/*.cpp))
+CORE_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(CORE_SRCS)) $(PROTO_O)
+CORE_LIB   := $(BUILD)/libamdgpu_core.a
+ENTRY_OBJ  := $(BUILD)/plugins/amdgpu/plugin_entry.o
+
+TOOL_SRCS  := $(wildcard tools/*.cpp)
+TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/bin/%,$(TOOL_SRCS))
+
+BENCH_SRCS := $(wildcard test/bench/*.cpp)
+BENCHES    := $(patsubst test/bench/%.cpp,$(BUILD)/bench/%,$(BENCH_SRCS))
+
+UNIT_SRCS  := $(wildcard test/unit/*.cpp)
+CPPFLAGS   += -Itools/support
+UNIT_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT_SRCS))
+UNIT_BIN   := $(BUILD)/test/unit/unit-tests
+
+.PHONY: all deps plugin tools install check check-unit check-vm bench demo emu clean format
+.DEFAULT_GOAL := all
+
+all: plugin tools $(UNIT_BIN) $(BENCHES)
+
+deps:
+	@scripts/install-deps.sh
+
+plugin: $(PLUGIN)
+
+$(PROTO_C) $(PROTO_H): $(PROTO)
+	@mkdir -p $(BUILD)/images
+	$(PROTOC_C) --proto_path=images --c_out=$(BUILD)/images $(PROTO)
+
+$(PROTO_O): $(PROTO_C)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cpp $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Only the plugin descriptor is exported; criu provides print_on_level and criu_get_image_dir.
+$(PLUGIN): $(ENTRY_OBJ) $(CORE_LIB) plugins/amdgpu/amdgpu_plugin.map
+	$(CXX) -shared -o $@ $(ENTRY_OBJ) $(CORE_LIB) -Wl,--as-needed $(LDLIBS) -Wl,--version-script=plugins/amdgpu/amdgpu_plugin.map
+
+tools: $(TOOLS)
+
+# Tools and tests run outside criu: criu_host stands in for the symbols criu exports.
+HOST_OBJ   := $(BUILD)/tools/support/criu_host.o
+
+$(BUILD)/bin/%: $(BUILD)/tools/%.o $(HOST_OBJ) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -rdynamic -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/test/bench/%.o $(HOST_OBJ) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -rdynamic -o $@ $^ $(LDLIBS)
+
+$(UNIT_BIN): $(UNIT_OBJS) $(HOST_OBJ) $(CORE_LIB) | $(PLUGIN)
+	$(CXX) -rdynamic -o $@ $^ $(LDLIBS) -lgtest -lgtest_main -ldl
+
+install: $(PLUGIN)
+	install -d $(DESTDIR)$(PLUGINDIR)
+	install -m 0755 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/amdgpu_plugin.so
+	$(foreach t,$(TOOLS),install -D -m 0755 $(t) $(DESTDIR)$(BINDIR)/$(notdir $(t));)
+
+# The test command: installs what is missing, builds, runs every suite, prints one total line.
+check: deps
+	@$(MAKE) --no-print-directory all
+	@test/run-all.sh
+
+check-unit: $(UNIT_BIN)
+	@test/unit/run.sh $(UNIT_BIN)
+
+check-vm: all
+	@test/vm/run-suite.sh
+
+bench: all
+	@test/bench/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@test/vm/demo.sh
+
+emu:
+	@$(MAKE) --no-print-directory -C test/emu
+
+format:
+	clang-format -i $(wildcard plugins/amdgpu/*.[ch]pp tools/*.cpp test/unit/*.cpp test/unit/*/*.cpp)
+
+clean:
+	rm -rf $(BUILD) $(PLUGIN)
+	-@$(MAKE) --no-print-directory -C test/emu clean 2>/dev/null
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

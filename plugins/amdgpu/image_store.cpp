@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "image_store.hpp"
+
+#include "error.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace amdgpu {
+
+namespace {
+
+void write_all(int fd, const std::string &name, const uint8_t *p, size_t len)
+{
+	while (len) {
+		const ssize_t n = ::write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail_errno(errno, "failed to write image %s", name.c_str());
+		p += n;
+		len -= static_cast<size_t>(n);
+	}
+}
+
+// Reads exactly len bytes; returns how many were read before end of file.
+size_t read_full(int fd, const std::string &name, uint8_t *p, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		const ssize_t n = ::read(fd, p + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail_errno(errno, "failed to read image %s", name.c_str());
+		if (n == 0)
+			break;
+		done += static_cast<size_t>(n);
+	}
+	return done;
+}
+
+} // namespace
+
+std::string kfd_image_name(uint32_t id)
+{
+	return strprintf("amdgpu-kfd-%u.img", id);
+}
+
+std::string pages_image_name(uint32_t id, uint32_t gpu_id)
+{
+	return strprintf("amdgpu-pages-%u-%04x.img", id, gpu_id);
+}
+
+std::string render_image_name(uint32_t id)
+{
+	return strprintf("amdgpu-renderD-%u.img", id);
+}
+
+bool image_exists(int dirfd, const std::string &name)
+{
+	struct stat st;
+	if (!fstatat(dirfd, name.c_str(), &st, 0))
+		return true;
+	if (errno == ENOENT)
+		return false;
+	fail_errno(errno, "cannot look up image %s", name.c_str());
+}
+
+ImageWriter::ImageWriter(int dirfd, std::string name, uint64_t payload_size)
+	: name_(std::move(name)), size_(payload_size)
+{
+	fd_.reset(openat(dirfd, name_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+	if (!fd_)
+		fail_errno(errno, "failed to create image %s", name_.c_str());
+	uint8_t header[kFrameHeaderSize];
+	static_assert(sizeof(size_) == kFrameHeaderSize);
+	std::memcpy(header, &size_, sizeof(header));
+	write_all(fd_.get(), name_, header, sizeof(header));
+}
+
+void ImageWriter::write(std::span<const uint8_t> bytes)
+{
+	if (bytes.size() > size_ - written_)
+		fail(-EINVAL, "image %s: writing %zu bytes past its announced size of %llu", name_.c_str(),
+		     bytes.size() - static_cast<size_t>(size_ - written_), static_cast<unsigned long long>(size_));
+	write_all(fd_.get(), name_, bytes.data(), bytes.size());
+	written_ += bytes.size();
+}
+
+void ImageWriter::finish()
+{
+	if (written_ != size_)
+		fail(-EIO, "image %s: %llu of %llu payload bytes written", name_.c_str(),
+		     static_cast<unsigned long long>(written_), static_cast<unsigned long long>(size_));
+	if (::close(fd_.release()))
+		fail_errno(errno, "failed to close image %s", name_.c_str());
+}
+
+ImageReader::ImageReader(int dirfd, std::string name, uint64_t max_size) : name_(std::move(name))
+{
+	fd_.reset(openat(dirfd, name_.c_str(), O_RDONLY | O_CLOEXEC));
+	if (!fd_)
+		fail_errno(errno, "failed to open image %s", name_.c_str());
+
+	uint8_t header[kFrameHeaderSize];
+	const size_t got = read_full(fd_.get(), name_, header, sizeof(header));
+	if (got != sizeof(header))
+		fail(-EINVAL, "image %s is truncated: %zu bytes, shorter than its %zu-byte size header", name_.c_str(),
+		     got, kFrameHeaderSize);
+	std::memcpy(&size_, header, sizeof(size_));
+
+	if (size_ > max_size)
+		fail(-EINVAL, "image %s announces %llu payload bytes, more than the %llu this image may hold",
+		     name_.c_str(), static_cast<unsigned long long>(size_), static_cast<unsigned long long>(max_size));
+
+	// A regular file must hold exactly the announced payload: fewer bytes mean truncation, more
+	// mean the file is not what its header says.
+	struct stat st;
+	if (fstat(fd_.get(), &st))
+		fail_errno(errno, "cannot stat image %s", name_.c_str());
+	if (S_ISREG(st.st_mode)) {
+		const uint64_t actual = static_cast<uint64_t>(st.st_size) - kFrameHeaderSize;
+		if (actual < size_)
+			fail(-EINVAL, "image %s is truncated: header announces %llu payload bytes, file has %llu",
+			     name_.c_str(), static_cast<unsigned long long>(size_), static_cast<unsigned long long>(actual));
+		if (actual > size_)
+			fail(-EINVAL, "image %s has %llu bytes after its announced %llu-byte payload", name_.c_str(),
+			     static_cast<unsigned long long>(actual - size_), static_cast<unsigned long long>(size_));
+	}
+}
+
+void ImageReader::read(std::span<uint8_t> bytes)
+{
+	if (bytes.size() > size_ - consumed_)
+		fail(-EINVAL, "image %s: reading past its %llu-byte payload", name_.c_str(),
+		     static_cast<unsigned long long>(size_));
+	const size_t got = read_full(fd_.get(), name_, bytes.data(), bytes.size());
+	if (got != bytes.size())
+		fail(-EINVAL, "image %s is truncated at payload byte %llu", name_.c_str(),
+		     static_cast<unsigned long long>(consumed_ + got));
+	consumed_ += got;
+}
+
+void write_image(int dirfd, const std::string &name, std::span<const uint8_t> payload)
+{
+	ImageWriter writer(dirfd, name, payload.size());
+	writer.write(payload);
+	writer.finish();
+}
+
+std::vector<uint8_t> read_image(int dirfd, const std::string &name, uint64_t max_size)
+{
+	ImageReader reader(dirfd, name, max_size);
+	std::vector<uint8_t> payload(static_cast<size_t>(reader.payload_size()));
+	reader.read(payload);
+	return payload;
+}
+
+} // namespace amdgpu

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "metadata_images.hpp"
+
+#include "error.hpp"
+#include "image_store.hpp"
+
+#include <cerrno>
+
+namespace amdgpu {
+
+namespace {
+
+// The KFD never reports more than this many BOs or devices for one process that we could copy
+// in a reasonable time; bigger counts in an image mean the image is corrupt.
+constexpr uint64_t kMaxBos = 1u << 22;
+constexpr size_t kMaxDeviceEntries = 1024;
+
+void check_kfd(const CriuKfd &msg, const std::string &name)
+{
+	if (!msg.has_num_of_gpus || !msg.has_num_of_bos || !msg.has_priv_data)
+		fail(-EINVAL, "image %s lacks required fields (num_of_gpus%s, num_of_bos%s, priv_data%s)", name.c_str(),
+		     msg.has_num_of_gpus ? " ok" : " missing", msg.has_num_of_bos ? " ok" : " missing",
+		     msg.has_priv_data ? " ok" : " missing");
+	if (msg.n_device_entries == 0 || msg.n_device_entries > kMaxDeviceEntries)
+		fail(-EINVAL, "image %s has %zu device entries (expected 1..%zu)", name.c_str(), msg.n_device_entries,
+		     kMaxDeviceEntries);
+	if (msg.num_of_bos != msg.n_bo_entries || msg.num_of_bos > kMaxBos)
+		fail(-EINVAL, "image %s: num_of_bos is %llu but it holds %zu BO entries", name.c_str(),
+		     static_cast<unsigned long long>(msg.num_of_bos), msg.n_bo_entries);
+	size_t gpus = 0;
+	for (size_t i = 0; i < msg.n_device_entries; i++)
+		if (msg.device_entries[i]->has_gpu_id && msg.device_entries[i]->gpu_id)
+			gpus++;
+	if (gpus != msg.num_of_gpus)
+		fail(-EINVAL, "image %s: num_of_gpus is %u but it describes %zu GPU nodes", name.c_str(),
+		     msg.num_of_gpus, gpus);
+	for (size_t i = 0; i < msg.n_bo_entries; i++) {
+		const KfdBoEntry &bo = *msg.bo_entries[i];
+		if (!bo.has_addr || !bo.has_size || !bo.has_offset || !bo.has_alloc_flags || !bo.has_gpu_id)
+			fail(-EINVAL, "image %s: BO entry %zu lacks a required field", name.c_str(), i);
+		if (bo.addr + bo.size < bo.addr)
+			fail(-EINVAL, "image %s: BO entry %zu at 0x%llx with size 0x%llx wraps the address space",
+			     name.c_str(), i, static_cast<unsigned long long>(bo.addr),
+			     static_cast<unsigned long long>(bo.size));
+	}
+}
+
+void check_render_node(const CriuRenderNode &msg, const std::string &name)
+{
+	if (!msg.has_gpu_id || msg.gpu_id == 0)
+		fail(-EINVAL, "image %s has no gpu_id", name.c_str());
+	if (msg.has_num_of_bos && msg.num_of_bos != msg.n_bo_entries)
+		fail(-EINVAL, "image %s: num_of_bos is %llu but it holds %zu BO entries", name.c_str(),
+		     static_cast<unsigned long long>(msg.num_of_bos), msg.n_bo_entries);
+}
+
+} // namespace
+
+std::vector<uint8_t> pack(const CriuKfd &msg)
+{
+	std::vector<uint8_t> out(criu_kfd__get_packed_size(&msg));
+	criu_kfd__pack(&msg, out.data());
+	return out;
+}
+
+std::vector<uint8_t> pack(const CriuRenderNode &msg)
+{
+	std::vector<uint8_t> out(criu_render_node__get_packed_size(&msg));
+	criu_render_node__pack(&msg, out.data());
+	return out;
+}
+
+CriuKfdPtr unpack_criu_kfd(std::span<const uint8_t> bytes, const std::string &name)
+{
+	CriuKfdPtr msg(criu_kfd__unpack(nullptr, bytes.size(), bytes.data()));
+	if (!msg)
+		fail(-EINVAL, "image %s is not a valid criu_kfd message (%zu bytes)", name.c_str(), bytes.size());
+	check_kfd(*msg, name);
+	return msg;
+}
+
+CriuRenderNodePtr unpack_criu_render_node(std::span<const uint8_t> bytes, const std::string &name)
+{
+	CriuRenderNodePtr msg(criu_render_node__unpack(nullptr, bytes.size(), bytes.data()));
+	if (!msg)
+		fail(-EINVAL, "image %s is not a valid criu_render_node message (%zu bytes)", name.c_str(),
+		     bytes.size());
+	check_render_node(*msg, name);
+	return msg;
+}
+
+void write_criu_kfd(int dirfd, uint32_t id, const CriuKfd &msg)
+{
+	write_image(dirfd, kfd_image_name(id), pack(msg));
+}
+
+CriuKfdPtr read_criu_kfd(int dirfd, uint32_t id)
+{
+	const std::string name = kfd_image_name(id);
+	return unpack_criu_kfd(read_image(dirfd, name, kMaxMetadataImageSize), name);
+}
+
+void write_criu_render_node(int dirfd, uint32_t id, const CriuRenderNode &msg)
+{
+	write_image(dirfd, render_image_name(id), pack(msg));
+}
+
+CriuRenderNodePtr read_criu_render_node(int dirfd, uint32_t id)
+{
+	const std::string name = render_image_name(id);
+	return unpack_criu_render_node(read_image(dirfd, name, kMaxMetadataImageSize), name);
+}
+
+} // namespace amdgpu

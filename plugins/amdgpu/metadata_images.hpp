@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The protobuf metadata images (criu_kfd, criu_render_node): pack/unpack with the framing of
+// image_store and the structural checks every reader needs before it trusts a field.
+#pragma once
+
+#include "criu-amdgpu.pb-c.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace amdgpu {
+
+// Largest metadata image we accept: far above any real process (a BO costs ~100 bytes, a queue's
+// saved state a few hundred KiB), far below what would hurt to allocate.
+inline constexpr uint64_t kMaxMetadataImageSize = 256ull << 20;
+
+struct CriuKfdFree {
+	void operator()(CriuKfd *msg) const { criu_kfd__free_unpacked(msg, nullptr); }
+};
+struct CriuRenderNodeFree {
+	void operator()(CriuRenderNode *msg) const { criu_render_node__free_unpacked(msg, nullptr); }
+};
+using CriuKfdPtr = std::unique_ptr<CriuKfd, CriuKfdFree>;
+using CriuRenderNodePtr = std::unique_ptr<CriuRenderNode, CriuRenderNodeFree>;
+
+std::vector<uint8_t> pack(const CriuKfd &msg);
+std::vector<uint8_t> pack(const CriuRenderNode &msg);
+
+// Unpack and validate; `name` is used in error messages.
+CriuKfdPtr unpack_criu_kfd(std::span<const uint8_t> bytes, const std::string &name);
+CriuRenderNodePtr unpack_criu_render_node(std::span<const uint8_t> bytes, const std::string &name);
+
+void write_criu_kfd(int dirfd, uint32_t id, const CriuKfd &msg);
+CriuKfdPtr read_criu_kfd(int dirfd, uint32_t id);
+void write_criu_render_node(int dirfd, uint32_t id, const CriuRenderNode &msg);
+CriuRenderNodePtr read_criu_render_node(int dirfd, uint32_t id);
+
+} // namespace amdgpu

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The plugin's settings, from the same KFD_* environment variables upstream's plugin reads, so
+// that habits and scripts carry over. Read once per criu run, at init.
+#pragma once
+
+#include "gpu_matcher.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace amdgpu {
+
+// Host memory the transfer of one GPU's buffers may use when KFD_MAX_BUFFER_SIZE is unset or 0.
+// Upstream's default was "the largest BO", which runs a node whose VRAM exceeds its RAM out of
+// memory (criu#2248); a fixed bound keeps the copy engine busy without that risk.
+inline constexpr uint64_t kDefaultMaxBufferSize = 64ull << 20;
+
+struct Options {
+	MatchPolicy match;
+	uint64_t max_buffer_size = kDefaultMaxBufferSize;
+
+	// One entry per variable whose value could not be parsed, e.g.
+	// "KFD_FW_VER_CHECK='maybe' is not a boolean (use 0, 1, no or yes)". Invalid values do not fail
+	// criu runs that never touch a GPU; they fail any hook that is about to do GPU work.
+	std::vector<std::string> errors;
+
+	// Throws Error(-EINVAL) listing every invalid variable, if any.
+	void require_valid() const;
+};
+
+// Parses the environment through `lookup` (secure_getenv in the plugin, a map in tests).
+using EnvLookup = const char *(*)(const char *name);
+Options options_from_env(EnvLookup lookup);
+
+// The GPU matching switches alone, for tools that only match topologies.
+MatchPolicy match_policy_from_env(EnvLookup lookup);
+
+// Parsers with upstream's rules, exposed for tests. Return false on invalid input.
+bool parse_env_bool(const char *value, bool &out);
+bool parse_env_size(const char *value, uint64_t &out);
+
+// The lines "param: NAME:Y" / "param: KFD_MAX_BUFFER_SIZE:0x4000000" that init logs.
+std::vector<std::string> describe(const Options &options);
+
+} // namespace amdgpu

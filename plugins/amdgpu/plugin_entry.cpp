@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The C ABI criu sees. Each hook runs its work inside guarded(): any exception becomes a negative
+// errno for criu, logged once here with the message composed where the failure was decided. No
+// exception ever crosses into criu.
+//
+// Hook contexts (criu 3.17): DUMP_EXT_FILE and HANDLE_DEVICE_VMA run in the criu process that
+// dumps; RESTORE_EXT_FILE and UPDATE_VMA_MAP run inside the task being restored; RESUME_DEVICES_LATE
+// runs in the criu main process once all tasks are restored.
+
+#include "criu_api.hpp"
+#include "device_files.hpp"
+#include "error.hpp"
+#include "image_store.hpp"
+#include "log.hpp"
+#include "options.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+namespace amdgpu {
+namespace {
+
+// Everything that lives from init to exit of one criu run.
+struct PluginRun {
+	int stage;
+	Options options;
+};
+
+std::unique_ptr<PluginRun> run;
+
+template <typename Fn> int guarded(const char *hook, Fn &&fn) noexcept
+{
+	try {
+		return fn();
+	} catch (const Error &e) {
+		pr_err("%s", e.what());
+		return e.err();
+	} catch (const std::bad_alloc &) {
+		pr_err("%s: out of memory", hook);
+		return -ENOMEM;
+	} catch (const std::exception &e) {
+		pr_err("%s: unexpected error: %s", hook, e.what());
+		return -EIO;
+	} catch (...) {
+		pr_err("%s: unexpected error", hook);
+		return -EIO;
+	}
+}
+
+const Options &options()
+{
+	if (!run)
+		fail(-EINVAL, "plugin hook called before init");
+	return run->options;
+}
+
+const char *env_lookup(const char *name)
+{
+	return secure_getenv(name);
+}
+
+int plugin_init(int stage)
+{
+	return guarded("init", [&] {
+		run = std::make_unique<PluginRun>(PluginRun{ stage, options_from_env(env_lookup) });
+		for (const std::string &line : describe(run->options))
+			pr_info("%s", line.c_str());
+		for (const std::string &line : run->options.errors)
+			pr_err("%s", line.c_str());
+		return 0;
+	});
+}
+
+void plugin_exit(int stage, int ret)
+{
+	guarded("exit", [&] {
+		pr_debug("exit: stage %d, criu result %d", stage, ret);
+		run.reset();
+		return 0;
+	});
+}
+
+int dump_ext_file(int fd, int id)
+{
+	return guarded("dump_ext_file", [&] {
+		struct stat st;
+		if (fstat(fd, &st))
+			fail_errno(errno, "cannot stat file id %d (fd %d)", id, fd);
+		const GpuFileKind kind = classify_device(st);
+		if (kind == GpuFileKind::none)
+			return -ENOTSUP;
+		options().require_valid();
+		fail(-ENOSYS, "checkpoint of %s (file id %d) is not implemented yet", to_string(kind), id);
+	});
+}
+
+int restore_ext_file(int id)
+{
+	return guarded("restore_ext_file", [&] {
+		const int dirfd = criu_get_image_dir();
+		const uint32_t uid = static_cast<uint32_t>(id);
+		if (!image_exists(dirfd, kfd_image_name(uid)) && !image_exists(dirfd, render_image_name(uid)))
+			return -ENOTSUP;
+		options().require_valid();
+		fail(-ENOSYS, "restore of GPU file id %d is not implemented yet", id);
+	});
+}
+
+int handle_device_vma(int fd, const struct stat *st)
+{
+	return guarded("handle_device_vma", [&] {
+		(void)fd;
+		const GpuFileKind kind = classify_device(*st);
+		if (kind == GpuFileKind::none)
+			return -ENOTSUP;
+		pr_debug("accepting mapping of %s", to_string(kind));
+		return 0;
+	});
+}
+
+bool is_gpu_path(const char *path)
+{
+	// criu may hand paths with doubled slashes ("//dev/kfd").
+	while (path[0] == '/' && path[1] == '/')
+		path++;
+	return !strcmp(path, kKfdPath) || !strncmp(path, "/dev/dri/renderD", strlen("/dev/dri/renderD"));
+}
+
+int update_vma_map(const char *path, const uint64_t addr, const uint64_t old_pgoff, uint64_t *new_pgoff,
+		   int *plugin_fd)
+{
+	return guarded("update_vma_map", [&] {
+		(void)new_pgoff;
+		(void)plugin_fd;
+		if (!is_gpu_path(path))
+			return -ENOTSUP;
+		fail(-ENOSYS, "restore of the mapping of %s at 0x%llx (offset 0x%llx) is not implemented yet", path,
+		     static_cast<unsigned long long>(addr), static_cast<unsigned long long>(old_pgoff));
+	});
+}
+
+int resume_devices_late(int pid)
+{
+	return guarded("resume_devices_late", [&] {
+		// No GPU state is restored by this version, so no task has queues to resume.
+		(void)pid;
+		return -ENOTSUP;
+	});
+}
+
+} // namespace
+} // namespace amdgpu
+
+using amdgpu::dump_ext_file;
+using amdgpu::handle_device_vma;
+using amdgpu::restore_ext_file;
+using amdgpu::resume_devices_late;
+using amdgpu::update_vma_map;
+
+extern "C" {
+#pragma GCC visibility push(default)
+CR_PLUGIN_REGISTER("amdgpu_plugin", amdgpu::plugin_init, amdgpu::plugin_exit)
+#pragma GCC visibility pop
+}
+
+CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__DUMP_EXT_FILE, dump_ext_file)
+CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__RESTORE_EXT_FILE, restore_ext_file)
+CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA, handle_device_vma)
+CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__UPDATE_VMA_MAP, update_vma_map)
+CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__RESUME_DEVICES_LATE, resume_devices_late)

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs everything the build, the unit tests and the QEMU test bed need, from Debian's
+# packages. Idempotent: packages already present are not touched, so a second run costs a second.
+set -euo pipefail
+
+abi=""
+packages=(
+	# build
+	g++ make pkg-config criu libprotobuf-c-dev protobuf-c-compiler
+	libdrm-dev libnuma-dev
+	# unit tests and benchmarks
+	googletest libgtest-dev libbenchmark-dev
+	# QEMU test bed (guest kernel comes as a package we download, not install)
+	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2
+	# real GPU clients run inside the guest
+	libhsakmt1 libhsakmt-dev
+)
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+# The guest runs the kernel linux-image-amd64 points at today; its headers build the emulator.
+if ! abi=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: linux-image-\(.*\)$/\1/p' | head -n1) || [ -z "$abi" ]; then
+	as_root apt-get update -qq
+	abi=$(apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: linux-image-\(.*\)$/\1/p' | head -n1)
+fi
+[ -n "$abi" ] || { echo "install-deps: cannot resolve the kernel ABI of linux-image-amd64" >&2; exit 1; }
+dpkg-query -W -f='${Status}' "linux-headers-$abi" 2>/dev/null | grep -q 'install ok installed' ||
+	missing+=("linux-headers-$abi")
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+as_root apt-get update -qq
+as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test command behind `make check`: the host unit tests, then the QEMU test bed. Every suite
+# ends with its own "N passed, N failed[, N skipped]" line; this script adds them up and prints
+# the grand total as its last line.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+
+total_passed=0 total_failed=0 total_skipped=0
+start=$(date +%s)
+
+run_suite() {
+	local name=$1
+	shift
+	local out
+	out=$(mktemp)
+	echo "=== $name"
+	"$@" 2>&1 | tee "$out"
+	local line
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n1)
+	if [ -z "$line" ]; then
+		echo "FAIL: $name printed no result line"
+		total_failed=$((total_failed + 1))
+	else
+		local p f s
+		p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line")
+		f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
+		s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$line")
+		total_passed=$((total_passed + p))
+		total_failed=$((total_failed + f))
+		total_skipped=$((total_skipped + ${s:-0}))
+	fi
+	rm -f "$out"
+}
+
+run_suite "unit tests" test/unit/run.sh build/test/unit/unit-tests
+if [ "${SKIP_VM:-0}" = 1 ]; then
+	echo "=== VM suite skipped (SKIP_VM=1)"
+else
+	run_suite "VM suite" test/vm/run-suite.sh
+fi
+
+echo "=== total time $(($(date +%s) - start)) s"
+echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
+[ "$total_failed" -eq 0 ]

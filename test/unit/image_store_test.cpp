@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "image_store.hpp"
+
+#include "error.hpp"
+#include "support/temp_dir.hpp"
+
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace amdgpu {
+namespace {
+
+using test::TempDir;
+
+std::string framed(uint64_t announced, const std::string &payload)
+{
+	std::string out(8, '\0');
+	std::memcpy(out.data(), &announced, 8);
+	return out + payload;
+}
+
+// Runs fn, expects an Error with `err` whose message contains every string in `needles`.
+template <typename Fn> void expect_error(Fn &&fn, int err, std::initializer_list<const char *> needles)
+{
+	try {
+		fn();
+		ADD_FAILURE() << "no error raised";
+	} catch (const Error &e) {
+		EXPECT_EQ(e.err(), err) << e.what();
+		for (const char *needle : needles)
+			EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+				<< "'" << needle << "' not in: " << e.what();
+	}
+}
+
+TEST(ImageStore, NamesFollowUpstreamFormats)
+{
+	EXPECT_EQ(kfd_image_name(7), "amdgpu-kfd-7.img");
+	EXPECT_EQ(pages_image_name(7, 0x4f1e), "amdgpu-pages-7-4f1e.img");
+	EXPECT_EQ(pages_image_name(12, 0x1a), "amdgpu-pages-12-001a.img");
+	EXPECT_EQ(render_image_name(9), "amdgpu-renderD-9.img");
+}
+
+TEST(ImageStore, RoundTripWritesSizeHeaderAndPrivateMode)
+{
+	TempDir dir;
+	const std::string payload = "criu-amdgpu payload";
+	write_image(dir.fd(), "amdgpu-kfd-1.img",
+		    { reinterpret_cast<const uint8_t *>(payload.data()), payload.size() });
+
+	struct stat st;
+	ASSERT_EQ(stat((dir.path() / "amdgpu-kfd-1.img").c_str(), &st), 0);
+	EXPECT_EQ(st.st_mode & 0777, 0600u);
+	EXPECT_EQ(static_cast<size_t>(st.st_size), 8 + payload.size());
+
+	const auto back = read_image(dir.fd(), "amdgpu-kfd-1.img", 1024);
+	EXPECT_EQ(std::string(back.begin(), back.end()), payload);
+}
+
+TEST(ImageStore, RewritingAnImageReplacesItWhole)
+{
+	TempDir dir;
+	const std::string big(100, 'x'), small = "abc";
+	write_image(dir.fd(), "a.img", { reinterpret_cast<const uint8_t *>(big.data()), big.size() });
+	write_image(dir.fd(), "a.img", { reinterpret_cast<const uint8_t *>(small.data()), small.size() });
+	const auto back = read_image(dir.fd(), "a.img", 1024);
+	EXPECT_EQ(std::string(back.begin(), back.end()), small);
+}
+
+TEST(ImageStore, TruncatedHeaderIsRejected)
+{
+	TempDir dir;
+	dir.write("a.img", std::string("\x05\x00\x00", 3));
+	expect_error([&] { read_image(dir.fd(), "a.img", 1024); }, -EINVAL, { "a.img", "truncated" });
+}
+
+TEST(ImageStore, TruncatedPayloadIsRejected)
+{
+	TempDir dir;
+	dir.write("a.img", framed(100, "only this"));
+	expect_error([&] { read_image(dir.fd(), "a.img", 1024); }, -EINVAL, { "a.img", "truncated", "100" });
+}
+
+TEST(ImageStore, TrailingGarbageIsRejected)
+{
+	TempDir dir;
+	dir.write("a.img", framed(3, "abcGARBAGE"));
+	expect_error([&] { read_image(dir.fd(), "a.img", 1024); }, -EINVAL, { "a.img", "7 bytes after" });
+}
+
+TEST(ImageStore, OversizedHeaderIsRejectedBeforeAllocating)
+{
+	TempDir dir;
+	dir.write("a.img", framed(~0ull, "x"));
+	expect_error([&] { read_image(dir.fd(), "a.img", 1 << 20); }, -EINVAL, { "a.img", "18446744073709551615" });
+}
+
+TEST(ImageStore, MissingImageNamesTheFile)
+{
+	TempDir dir;
+	expect_error([&] { read_image(dir.fd(), "amdgpu-kfd-3.img", 1024); }, -ENOENT, { "amdgpu-kfd-3.img" });
+	EXPECT_FALSE(image_exists(dir.fd(), "amdgpu-kfd-3.img"));
+}
+
+TEST(ImageStore, WriterRefusesToWriteMoreOrLessThanAnnounced)
+{
+	TempDir dir;
+	const uint8_t bytes[4] = { 1, 2, 3, 4 };
+	{
+		ImageWriter w(dir.fd(), "a.img", 2);
+		expect_error([&] { w.write(bytes); }, -EINVAL, { "a.img" });
+	}
+	{
+		ImageWriter w(dir.fd(), "b.img", 8);
+		w.write(bytes);
+		expect_error([&] { w.finish(); }, -EIO, { "b.img", "4 of 8" });
+	}
+}
+
+TEST(ImageStore, ReaderStreamsInPieces)
+{
+	TempDir dir;
+	dir.write("p.img", framed(6, "abcdef"));
+	ImageReader r(dir.fd(), "p.img", 1024);
+	EXPECT_EQ(r.payload_size(), 6u);
+	uint8_t a[2], b[4];
+	r.read(a);
+	r.read(b);
+	EXPECT_EQ(std::string(reinterpret_cast<char *>(b), 4), "cdef");
+	uint8_t c[1];
+	expect_error([&] { r.read(c); }, -EINVAL, { "p.img", "past" });
+}
+
+} // namespace
+} // namespace amdgpu
