@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * amdgpu_emu: an emulation of the amdgpu/KFD user ABI for the test bed.
+ *
+ * The module presents emulated AMD GPUs to user space exactly where the real
+ * driver would: a KFD topology in sysfs, /dev/kfd with the KFD ioctl ABI 1.11
+ * (including the CRIU operations) and one DRM render node per GPU.  Memory is
+ * kernel pages, queues are state plus a heartbeat, nothing executes shaders.
+ */
+#ifndef AMDGPU_EMU_H
+#define AMDGPU_EMU_H
+
+#include <linux/types.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/idr.h>
+#include <linux/kref.h>
+#include <linux/rbtree.h>
+#include <linux/workqueue.h>
+#include <linux/mmu_notifier.h>
+#include <linux/kfd_ioctl.h>
+#include <drm/drm_gem.h>
+
+#define EMU_NAME		"amdgpu_emu"
+#define EMU_MAX_GPUS		16	/* MAX_GPU_INSTANCE of the 6.1 CRIU blob */
+
+/* Process virtual address layout of a gfx9 dGPU with 4 KiB pages. */
+#define EMU_LDS_BASE		(1ULL << 48)
+#define EMU_SCRATCH_BASE	(2ULL << 48)
+#define EMU_APERTURE_SPAN	0xFFFFFFFFULL
+#define EMU_GPUVM_BASE		0x4000ULL
+#define EMU_GPUVM_LIMIT		((1ULL << 47) - 1)
+
+/* gfx9: 1024 doorbells of 8 bytes per process and GPU. */
+#define EMU_DOORBELL_SLICE	8192
+#define EMU_DOORBELL_PAGES	(EMU_DOORBELL_SLICE / PAGE_SIZE)
+#define EMU_MAX_DOORBELLS	1024
+#define EMU_MAX_QUEUES		1024
+
+#define EMU_SIGNAL_EVENT_LIMIT	4096
+#define EMU_SIGNAL_PAGE_SIZE	(EMU_SIGNAL_EVENT_LIMIT * 8)
+#define EMU_SIGNAL_DEFAULT_SLOTS 256
+#define EMU_UNSIGNALED_SLOT	(~0ULL)
+/* Signal events use their slot as id; the others live in the upper half. */
+#define EMU_FIRST_NONSIGNAL_ID	((INT_MAX >> 1) + 1)
+
+/* mmap offsets of /dev/kfd: type in bits 63:62, gpu_id in bits 61:46. */
+#define EMU_MMAP_TYPE_MASK	(3ULL << 62)
+#define EMU_MMAP_TYPE_DOORBELL	(3ULL << 62)
+#define EMU_MMAP_TYPE_EVENTS	(2ULL << 62)
+#define EMU_MMAP_TYPE_RESERVED	(1ULL << 62)
+#define EMU_MMAP_TYPE_MMIO	(0ULL << 62)
+#define EMU_MMAP_GPU_ID_SHIFT	46
+#define EMU_MMAP_GPU_ID_MASK	(0xFFFFULL << EMU_MMAP_GPU_ID_SHIFT)
+#define EMU_MMAP_GPU_ID(id)	(((u64)(id) << EMU_MMAP_GPU_ID_SHIFT) & EMU_MMAP_GPU_ID_MASK)
+#define EMU_MMAP_GET_GPU_ID(o)	((u32)(((o) & EMU_MMAP_GPU_ID_MASK) >> EMU_MMAP_GPU_ID_SHIFT))
+
+/* Memory handles returned by ALLOC: user gpu_id in the upper half. */
+#define EMU_HANDLE(gpu_id, idr)	(((u64)(gpu_id) << 32) | (u32)(idr))
+#define EMU_HANDLE_GPU(h)	((u32)((h) >> 32))
+#define EMU_HANDLE_IDR(h)	((u32)(h))
+
+#define EMU_ALLOC_DOMAIN_MASK	(KFD_IOC_ALLOC_MEM_FLAGS_VRAM | \
+				 KFD_IOC_ALLOC_MEM_FLAGS_GTT | \
+				 KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | \
+				 KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | \
+				 KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+
+/* Queue memory descriptor sizes per engine (gfx9 v9_mqd / v9_sdma_mqd). */
+#define EMU_MQD_SIZE_COMPUTE	2048
+#define EMU_MQD_SIZE_SDMA	512
+
+/* ---- models and GPUs ------------------------------------------------- */
+
+struct emu_cache {
+	u32 level;
+	u32 size_kb;
+	u32 line_size;
+	u32 type;		/* CRAT cache flags */
+	u32 cus_per_cache;	/* 0: one per GPU */
+};
+
+struct emu_model {
+	const char *asic;		/* sysfs node "name" */
+	u32 device_id;
+	u32 gfx_target_version;
+	u32 simd_count;
+	u32 simd_per_cu;
+	u32 array_count;
+	u32 simd_arrays_per_engine;
+	u32 cu_per_simd_array;
+	u32 max_waves_per_simd;
+	u32 lds_size_in_kb;
+	u32 gds_size_in_kb;
+	u32 num_gws;
+	u32 wave_front_size;
+	u32 max_slots_scratch_cu;
+	u32 max_engine_clk_fcompute;
+	u32 fw_version;
+	u32 sdma_fw_version;
+	u32 capability;
+	u32 num_sdma_engines;
+	u32 num_sdma_xgmi_engines;
+	u32 num_sdma_queues_per_engine;
+	u32 num_cp_queues;
+	u32 vram_mb;
+	u32 vram_width;
+	u32 mem_clk_max;
+	u32 gb_addr_config;
+	const struct emu_cache *caches;
+	unsigned int n_caches;
+};
+
+struct emu_preset {
+	const char *name;
+	const struct emu_model *model;
+	unsigned int n_gpus;
+	bool xgmi_hive;		/* all GPUs in one xGMI hive */
+	u64 hive_id;
+	u64 unique_id_base;
+	u16 default_gpu_ids[EMU_MAX_GPUS];
+};
+
+struct emu_topo_node;
+
+struct emu_gpu {
+	unsigned int index;		/* GPU order */
+	unsigned int node_id;		/* topology node (CPU is 0) */
+	u32 gpu_id;
+	const struct emu_model *model;
+	u64 vram_size;
+	atomic64_t vram_used;
+	u64 hive_id;
+	u64 unique_id;
+	u32 location_id;
+	u32 domain;
+	struct platform_device *pdev;
+	struct drm_device *drm;
+	int render_minor;
+	struct page *mmio_page;		/* the HDP flush page */
+	atomic_t sdma_used;
+	atomic_t sdma_xgmi_used;
+};
+
+struct emu_device {
+	const struct emu_preset *preset;
+	unsigned int n_gpus;
+	struct emu_gpu gpus[EMU_MAX_GPUS];
+	unsigned int heartbeat_ms;
+	struct workqueue_struct *wq;
+};
+
+extern struct emu_device emu;
+
+struct emu_gpu *emu_gpu_by_id(u32 gpu_id);
+
+/* ---- DRM side: BOs and per-file GPU VMs -------------------------------- */
+
+struct emu_bo {
+	struct drm_gem_object base;
+	struct emu_gpu *gpu;
+	u32 alloc_flags;		/* KFD_IOC_ALLOC_MEM_FLAGS_* */
+	struct page **pages;		/* VRAM/GTT backing, or pinned userptr */
+	unsigned long npages;
+	bool vram_accounted;
+	/* USERPTR */
+	u64 user_addr;
+	bool user_pinned;
+	/* kernel mapping, refcounted */
+	struct mutex vmap_lock;
+	void *vaddr;
+	unsigned int vmap_count;
+};
+
+static inline struct emu_bo *to_emu_bo(struct drm_gem_object *obj)
+{
+	return container_of(obj, struct emu_bo, base);
+}
+
+struct emu_va_mapping {
+	struct rb_node rb;
+	u64 start;			/* GPU VA, bytes */
+	u64 last;			/* inclusive */
+	u64 __subtree_last;
+	struct emu_bo *bo;		/* holds a GEM reference */
+	u64 bo_offset;
+	u32 flags;
+};
+
+/*
+ * One GPU VM per open render-node file, as in amdgpu: KFD's MAP_MEMORY_TO_GPU
+ * and (later) GEM_VA both edit it.
+ */
+struct emu_vm {
+	struct mutex lock;
+	struct rb_root_cached va;
+	struct emu_gpu *gpu;
+	void *kfd_owner;		/* emu_process that acquired it */
+};
+
+struct emu_drm_file {
+	struct emu_vm vm;
+};
+
+int emu_drm_init(void);
+void emu_drm_fini(void);
+int emu_drm_register_gpu(struct emu_gpu *gpu);
+void emu_drm_unregister_gpu(struct emu_gpu *gpu);
+int emu_drm_reserve_minors(int render_minor_base);
+void emu_drm_release_placeholders(void);
+
+struct emu_vm *emu_vm_from_file(struct file *filp, struct drm_file **drm_priv);
+int emu_vm_map(struct emu_vm *vm, struct emu_bo *bo, u64 va, u64 bo_offset,
+	       u64 size, u32 flags);
+int emu_vm_unmap_bo(struct emu_vm *vm, struct emu_bo *bo);
+bool emu_vm_bo_is_mapped(struct emu_vm *vm, struct emu_bo *bo);
+
+struct emu_bo *emu_bo_create(struct emu_gpu *gpu, u64 size, u32 alloc_flags,
+			     u64 user_addr);
+void emu_bo_put(struct emu_bo *bo);
+int emu_bo_pin_user(struct emu_bo *bo, struct mm_struct *mm, bool remote);
+void *emu_bo_kmap(struct emu_bo *bo);
+void emu_bo_kunmap(struct emu_bo *bo);
+u64 emu_bo_mmap_offset(struct emu_bo *bo);
+bool emu_vma_is_bo(struct vm_area_struct *vma);
+struct page *emu_vma_bo_page(struct vm_area_struct *vma, unsigned long addr);
+
+/* ---- KFD process model ------------------------------------------------- */
+
+struct emu_process;
+
+struct emu_kfd_mem {
+	struct emu_bo *bo;
+	struct emu_pdd *pdd;
+	int handle;			/* idr id in pdd->mem_idr */
+	u64 va;
+	u64 size;			/* bytes as reported to CRIU */
+	u32 flags;
+	bool imported;			/* IMPORT_DMABUF: not counted as usage */
+	unsigned long mapped;		/* bitmap of pdd indices */
+};
+
+struct emu_pdd {
+	struct emu_process *p;
+	struct emu_gpu *gpu;
+	unsigned int index;
+	u32 user_gpu_id;
+	struct file *drm_file;		/* reference from ACQUIRE_VM/RESTORE */
+	struct drm_file *drm_priv;
+	struct emu_vm *vm;
+	struct idr mem_idr;
+	u64 vram_usage;
+	struct page *doorbells[EMU_DOORBELL_PAGES];
+	DECLARE_BITMAP(doorbell_ids, EMU_MAX_DOORBELLS);
+	u64 scratch_va;
+	u64 tba_addr, tma_addr;
+	u32 default_policy, alt_policy;
+	u64 alt_base, alt_size;
+};
+
+struct emu_queue {
+	struct list_head link;
+	struct emu_pdd *pdd;
+	u32 id;
+	u32 doorbell_id;
+	u32 type;			/* KFD_IOC_QUEUE_TYPE_* */
+	u64 ring_base;
+	u32 ring_size;
+	u64 rptr;
+	u64 wptr;
+	u32 percentage;
+	u32 priority;
+	u64 eop_addr;
+	u64 eop_size;
+	u64 ctx_save_addr;
+	u32 ctx_save_size;
+	u32 ctl_stack_size;
+	u32 sdma_id;
+	bool gws;
+	u32 cu_mask_count;
+	u32 *cu_mask;
+	u64 heartbeats;
+	u32 mqd_size;
+	void *mqd;
+	void *ctl_stack;
+};
+
+struct emu_event {
+	struct kref ref;
+	u32 id;
+	u32 type;
+	bool auto_reset;
+	bool signaled;
+	bool destroyed;
+	struct list_head waiters;	/* under p->ev_lock */
+	struct kfd_hsa_memory_exception_data mem_data;
+	struct kfd_hsa_hw_exception_data hw_data;
+};
+
+struct emu_process {
+	struct mmu_notifier mn;		/* mn.mm is the key */
+	struct kref ref;
+	struct list_head link;		/* emu_processes */
+	struct mm_struct *mm;
+	struct task_struct *lead_thread;
+	unsigned int n_files;		/* under emu_open_mutex */
+	struct mutex lock;		/* everything below */
+	bool torn_down;
+	bool mm_gone;
+
+	unsigned int n_pdds;
+	struct emu_pdd pdds[EMU_MAX_GPUS];
+
+	bool xnack;
+	bool queues_paused;		/* CRIU PROCESS_INFO .. UNPAUSE */
+	bool restore_pending;		/* CRIU RESTORE .. RESUME */
+	unsigned int evict_count;
+
+	struct list_head queues;
+	unsigned int n_queues;
+	DECLARE_BITMAP(queue_ids, EMU_MAX_QUEUES);
+	struct delayed_work heartbeat;
+	bool hb_stopping;
+
+	struct idr event_idr;
+	unsigned int n_signal_events;
+	unsigned int n_events;
+	spinlock_t ev_lock;		/* event signal state and waiters */
+	/* signal page: a user GTT BO (dGPU) or kernel pages; under page_lock */
+	struct mutex page_lock;		/* innermost; also taken under mmap_lock */
+	u64 *signal_slots;
+	struct emu_kfd_mem *signal_mem;
+	u64 signal_handle;
+	unsigned long signal_kpages;	/* __get_free_pages address */
+	size_t signal_mapped_size;
+};
+
+extern const struct file_operations emu_kfd_fops;
+
+int emu_kfd_init(void);
+void emu_kfd_fini(void);
+struct emu_process *emu_process_get_by_mm(struct mm_struct *mm);
+void emu_process_put(struct emu_process *p);
+struct emu_pdd *emu_pdd_by_user_id(struct emu_process *p, u32 user_gpu_id);
+struct emu_pdd *emu_pdd_by_gpu(struct emu_process *p, struct emu_gpu *gpu);
+int emu_pdd_bind(struct emu_pdd *pdd);
+int emu_pdd_acquire_vm(struct emu_pdd *pdd, struct file *drm_file);
+int emu_pdd_doorbells(struct emu_pdd *pdd);
+void emu_process_reset(struct emu_process *p);
+bool emu_process_queues_active(struct emu_process *p);
+void emu_process_evict(struct emu_process *p);
+void emu_process_restore(struct emu_process *p);
+
+typedef int (*emu_ioctl_fn)(struct file *filp, struct emu_process *p, void *data);
+
+/* memory */
+int emu_ioctl_alloc_memory(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_free_memory(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_map_memory(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_unmap_memory(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_available_memory(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_get_dmabuf_info(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_import_dmabuf(struct file *filp, struct emu_process *p, void *data);
+struct emu_kfd_mem *emu_mem_create(struct emu_pdd *pdd, u64 va, u64 size,
+				   u32 flags, u64 user_addr, int handle);
+void emu_mem_destroy(struct emu_kfd_mem *mem);
+int emu_mem_map(struct emu_kfd_mem *mem, struct emu_pdd *peer);
+void emu_mem_unmap_all(struct emu_kfd_mem *mem);
+u64 emu_mem_offset(struct emu_kfd_mem *mem, u32 gpu_id_for_type);
+void emu_pdd_free_memory(struct emu_pdd *pdd);
+
+/* queues */
+int emu_ioctl_create_queue(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_destroy_queue(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_update_queue(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_set_cu_mask(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_get_queue_wave_state(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_alloc_queue_gws(struct file *filp, struct emu_process *p, void *data);
+struct emu_queue *emu_queue_find(struct emu_process *p, u32 id);
+int emu_queue_add(struct emu_process *p, struct emu_queue *q, bool fixed_id);
+void emu_queue_free(struct emu_process *p, struct emu_queue *q);
+void emu_queues_destroy_all(struct emu_process *p);
+u32 emu_queue_mqd_size(u32 type);
+void emu_queue_fill_mqd(struct emu_queue *q);
+void emu_queue_load_mqd(struct emu_queue *q);
+void emu_heartbeat_work(struct work_struct *work);
+void emu_heartbeat_kick(struct emu_process *p);
+
+/* events */
+int emu_ioctl_create_event(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_destroy_event(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_set_event(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_reset_event(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_wait_events(struct file *filp, struct emu_process *p, void *data);
+int emu_event_set_signal_page(struct emu_process *p, u64 handle);
+int emu_event_restore(struct emu_process *p, u32 id, u32 type, bool auto_reset,
+		      bool signaled, const void *exception_data);
+void emu_events_destroy_all(struct emu_process *p);
+int emu_event_mmap(struct emu_process *p, struct vm_area_struct *vma);
+
+/* CRIU */
+int emu_ioctl_criu_op(struct file *filp, struct emu_process *p, void *data);
+
+/* topology */
+int emu_topology_init(struct device *kfd_dev);
+void emu_topology_fini(void);
+
+/* fault injection */
+int emu_fault_init(const char *spec);
+void emu_fault_fini(void);
+int emu_fault_check(bool criu, unsigned int nr);
+int emu_fault_parse(const char *buf, size_t len);
+void emu_fault_show(struct seq_file *m);
+
+/* debugfs */
+void emu_debugfs_init(void);
+void emu_debugfs_fini(void);
+void emu_process_show_all(struct seq_file *m);
+
+#endif /* AMDGPU_EMU_H */

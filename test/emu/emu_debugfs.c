@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * amdgpu_emu: debugfs interface under /sys/kernel/debug/amdgpu_emu/.
+ *
+ *   processes  read-only view of every emulated KFD process
+ *   fault      read: armed faults; write: arm or clear (see emu_fault.c)
+ */
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <linux/uaccess.h>
+#include <linux/slab.h>
+
+#include "emu.h"
+
+#define EMU_FAULT_WRITE_MAX	1024
+
+static struct dentry *emu_debugfs_dir;
+
+static int emu_processes_show(struct seq_file *m, void *unused)
+{
+	emu_process_show_all(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(emu_processes);
+
+static int emu_fault_seq_show(struct seq_file *m, void *unused)
+{
+	emu_fault_show(m);
+	return 0;
+}
+
+static int emu_fault_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, emu_fault_seq_show, NULL);
+}
+
+static ssize_t emu_fault_write(struct file *file, const char __user *ubuf,
+			       size_t len, loff_t *ppos)
+{
+	char *buf;
+	int ret;
+
+	if (len > EMU_FAULT_WRITE_MAX)
+		return -EINVAL;
+	buf = memdup_user(ubuf, len);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	ret = emu_fault_parse(buf, len);
+	kfree(buf);
+	return ret ? ret : len;
+}
+
+static const struct file_operations emu_fault_fops = {
+	.owner = THIS_MODULE,
+	.open = emu_fault_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = emu_fault_write,
+};
+
+void emu_debugfs_init(void)
+{
+	emu_debugfs_dir = debugfs_create_dir(EMU_NAME, NULL);
+	debugfs_create_file("processes", 0444, emu_debugfs_dir, NULL,
+			    &emu_processes_fops);
+	debugfs_create_file("fault", 0600, emu_debugfs_dir, NULL, &emu_fault_fops);
+}
+
+void emu_debugfs_fini(void)
+{
+	debugfs_remove_recursive(emu_debugfs_dir);
+	emu_debugfs_dir = NULL;
+}

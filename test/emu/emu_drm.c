@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * amdgpu_emu: one DRM device per emulated GPU, GEM buffer objects backed by
+ * kernel pages, and the per-file GPU virtual address space.
+ */
+#include <linux/module.h>
+#include <linux/platform_device.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/vmalloc.h>
+#include <linux/interval_tree_generic.h>
+#include <linux/dma-buf.h>
+#include <linux/iosys-map.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_device.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+#include <drm/drm_prime.h>
+#include <drm/drm_vma_manager.h>
+#include <drm/amdgpu_drm.h>
+
+#include "emu.h"
+
+/* ---- GPU VM: interval tree of mappings --------------------------------- */
+
+#define emu_va_start(m)	((m)->start)
+#define emu_va_last(m)	((m)->last)
+INTERVAL_TREE_DEFINE(struct emu_va_mapping, rb, u64, __subtree_last,
+		     emu_va_start, emu_va_last, static, emu_va_it)
+
+static void emu_vm_init(struct emu_vm *vm, struct emu_gpu *gpu)
+{
+	mutex_init(&vm->lock);
+	vm->va = RB_ROOT_CACHED;
+	vm->gpu = gpu;
+	vm->kfd_owner = NULL;
+}
+
+static void emu_vm_fini(struct emu_vm *vm)
+{
+	struct emu_va_mapping *m;
+
+	mutex_lock(&vm->lock);
+	while ((m = emu_va_it_iter_first(&vm->va, 0, U64_MAX))) {
+		emu_va_it_remove(m, &vm->va);
+		drm_gem_object_put(&m->bo->base);
+		kfree(m);
+	}
+	mutex_unlock(&vm->lock);
+	mutex_destroy(&vm->lock);
+}
+
+int emu_vm_map(struct emu_vm *vm, struct emu_bo *bo, u64 va, u64 bo_offset,
+	       u64 size, u32 flags)
+{
+	struct emu_va_mapping *m;
+
+	if (!size || va + size < va)
+		return -EINVAL;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	m->start = va;
+	m->last = va + size - 1;
+	m->bo = bo;
+	m->bo_offset = bo_offset;
+	m->flags = flags;
+
+	mutex_lock(&vm->lock);
+	if (emu_va_it_iter_first(&vm->va, m->start, m->last)) {
+		mutex_unlock(&vm->lock);
+		kfree(m);
+		return -EINVAL;
+	}
+	drm_gem_object_get(&bo->base);
+	emu_va_it_insert(m, &vm->va);
+	mutex_unlock(&vm->lock);
+	return 0;
+}
+
+int emu_vm_unmap_bo(struct emu_vm *vm, struct emu_bo *bo)
+{
+	struct emu_va_mapping *m, *next;
+	int n = 0;
+
+	mutex_lock(&vm->lock);
+	for (m = emu_va_it_iter_first(&vm->va, 0, U64_MAX); m; m = next) {
+		next = emu_va_it_iter_next(m, 0, U64_MAX);
+		if (m->bo != bo)
+			continue;
+		emu_va_it_remove(m, &vm->va);
+		drm_gem_object_put(&m->bo->base);
+		kfree(m);
+		n++;
+	}
+	mutex_unlock(&vm->lock);
+	return n;
+}
+
+bool emu_vm_bo_is_mapped(struct emu_vm *vm, struct emu_bo *bo)
+{
+	struct emu_va_mapping *m;
+	bool found = false;
+
+	mutex_lock(&vm->lock);
+	for (m = emu_va_it_iter_first(&vm->va, 0, U64_MAX); m && !found;
+	     m = emu_va_it_iter_next(m, 0, U64_MAX))
+		found = m->bo == bo;
+	mutex_unlock(&vm->lock);
+	return found;
+}
+
+/* ---- GEM buffer objects ------------------------------------------------ */
+
+static void emu_bo_release_pages(struct emu_bo *bo)
+{
+	unsigned long i;
+
+	if (!bo->pages)
+		return;
+	if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+		if (bo->user_pinned)
+			unpin_user_pages_dirty_lock(bo->pages, bo->npages, true);
+		bo->user_pinned = false;
+	} else {
+		for (i = 0; i < bo->npages; i++)
+			if (bo->pages[i])
+				__free_page(bo->pages[i]);
+	}
+	kvfree(bo->pages);
+	bo->pages = NULL;
+}
+
+static void emu_bo_free(struct drm_gem_object *obj)
+{
+	struct emu_bo *bo = to_emu_bo(obj);
+
+	WARN_ON(bo->vmap_count);
+	if (bo->vaddr)
+		vunmap(bo->vaddr);
+	emu_bo_release_pages(bo);
+	if (bo->vram_accounted)
+		atomic64_sub(obj->size, &bo->gpu->vram_used);
+	drm_gem_object_release(obj);
+	mutex_destroy(&bo->vmap_lock);
+	kfree(bo);
+	/* BOs can outlive every file of ours through exported dma-bufs */
+	module_put(THIS_MODULE);
+}
+
+static struct sg_table *emu_bo_get_sg_table(struct drm_gem_object *obj)
+{
+	struct emu_bo *bo = to_emu_bo(obj);
+
+	if (!bo->pages)
+		return ERR_PTR(-EINVAL);
+	return drm_prime_pages_to_sg(obj->dev, bo->pages, bo->npages);
+}
+
+void *emu_bo_kmap(struct emu_bo *bo)
+{
+	void *vaddr;
+
+	if (!bo->pages)
+		return NULL;
+	mutex_lock(&bo->vmap_lock);
+	if (!bo->vaddr)
+		bo->vaddr = vmap(bo->pages, bo->npages, VM_MAP, PAGE_KERNEL);
+	if (bo->vaddr)
+		bo->vmap_count++;
+	vaddr = bo->vaddr;
+	mutex_unlock(&bo->vmap_lock);
+	return vaddr;
+}
+
+void emu_bo_kunmap(struct emu_bo *bo)
+{
+	mutex_lock(&bo->vmap_lock);
+	if (!WARN_ON(!bo->vmap_count) && !--bo->vmap_count) {
+		vunmap(bo->vaddr);
+		bo->vaddr = NULL;
+	}
+	mutex_unlock(&bo->vmap_lock);
+}
+
+static int emu_bo_vmap(struct drm_gem_object *obj, struct iosys_map *map)
+{
+	void *vaddr = emu_bo_kmap(to_emu_bo(obj));
+
+	if (!vaddr)
+		return -ENOMEM;
+	iosys_map_set_vaddr(map, vaddr);
+	return 0;
+}
+
+static void emu_bo_vunmap(struct drm_gem_object *obj, struct iosys_map *map)
+{
+	emu_bo_kunmap(to_emu_bo(obj));
+}
+
+static vm_fault_t emu_bo_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct drm_gem_object *obj = vma->vm_private_data;
+	struct emu_bo *bo = to_emu_bo(obj);
+	unsigned long pgoff;
+
+	pgoff = vmf->pgoff - drm_vma_node_start(&obj->vma_node);
+	if (pgoff >= bo->npages || !bo->pages)
+		return VM_FAULT_SIGBUS;
+	return vmf_insert_pfn(vma, vmf->address, page_to_pfn(bo->pages[pgoff]));
+}
+
+static const struct vm_operations_struct emu_bo_vm_ops = {
+	.fault = emu_bo_fault,
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
+};
+
+bool emu_vma_is_bo(struct vm_area_struct *vma)
+{
+	return vma->vm_ops == &emu_bo_vm_ops;
+}
+
+/* The page behind a CPU address inside one of our BO mappings. */
+struct page *emu_vma_bo_page(struct vm_area_struct *vma, unsigned long addr)
+{
+	struct drm_gem_object *obj = vma->vm_private_data;
+	struct emu_bo *bo = to_emu_bo(obj);
+	unsigned long pgoff;
+
+	pgoff = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT) -
+		drm_vma_node_start(&obj->vma_node);
+	if (!bo->pages || pgoff >= bo->npages)
+		return NULL;
+	return bo->pages[pgoff];
+}
+
+static int emu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
+{
+	struct emu_bo *bo = to_emu_bo(obj);
+
+	/* like amdgpu: user pages cannot be mapped through the GPU */
+	if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
+		return -EPERM;
+	if (!bo->pages)
+		return -EINVAL;
+
+	/*
+	 * The thunk reserves VRAM without host access with a PROT_NONE private
+	 * mapping; such a mapping can never be written, so it is not COW.
+	 */
+	if (is_cow_mapping(vma->vm_flags) &&
+	    !(vma->vm_flags & (VM_READ | VM_WRITE | VM_EXEC)))
+		vma->vm_flags &= ~VM_MAYWRITE;
+	if (is_cow_mapping(vma->vm_flags))
+		return -EINVAL;
+
+	vma->vm_flags |= VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP;
+	vma->vm_page_prot = vm_get_page_prot(vma->vm_flags);
+	return 0;
+}
+
+static const struct drm_gem_object_funcs emu_bo_funcs = {
+	.free = emu_bo_free,
+	.get_sg_table = emu_bo_get_sg_table,
+	.vmap = emu_bo_vmap,
+	.vunmap = emu_bo_vunmap,
+	.mmap = emu_bo_mmap,
+	.vm_ops = &emu_bo_vm_ops,
+};
+
+/*
+ * A buffer object of @gpu.  VRAM and GTT get zeroed kernel pages now (VRAM
+ * counted against the advertised size); USERPTR records @user_addr and gets
+ * its pages when pinned; DOORBELL and MMIO_REMAP have no pages of their own.
+ */
+struct emu_bo *emu_bo_create(struct emu_gpu *gpu, u64 size, u32 alloc_flags,
+			     u64 user_addr)
+{
+	struct emu_bo *bo;
+	unsigned long i;
+	int ret;
+
+	size = PAGE_ALIGN(size);
+	if (!size || size >> PAGE_SHIFT > UINT_MAX)
+		return ERR_PTR(-EINVAL);
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	__module_get(THIS_MODULE);
+	bo->gpu = gpu;
+	bo->alloc_flags = alloc_flags;
+	bo->npages = size >> PAGE_SHIFT;
+	bo->user_addr = user_addr;
+	mutex_init(&bo->vmap_lock);
+	bo->base.funcs = &emu_bo_funcs;
+	drm_gem_private_object_init(gpu->drm, &bo->base, size);
+
+	if (alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) {
+		if (atomic64_add_return(size, &gpu->vram_used) > gpu->vram_size) {
+			atomic64_sub(size, &gpu->vram_used);
+			ret = -ENOMEM;
+			goto err;
+		}
+		bo->vram_accounted = true;
+	}
+
+	if (alloc_flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT)) {
+		bo->pages = kvcalloc(bo->npages, sizeof(*bo->pages), GFP_KERNEL);
+		if (!bo->pages) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		for (i = 0; i < bo->npages; i++) {
+			bo->pages[i] = alloc_page(GFP_HIGHUSER | __GFP_ZERO |
+						  __GFP_NOWARN | __GFP_RETRY_MAYFAIL);
+			if (!bo->pages[i]) {
+				ret = -ENOMEM;
+				goto err;
+			}
+			if (!(i & 255))
+				cond_resched();
+		}
+	}
+
+	ret = drm_gem_create_mmap_offset(&bo->base);
+	if (ret)
+		goto err;
+	return bo;
+
+err:
+	drm_gem_object_put(&bo->base);
+	return ERR_PTR(ret);
+}
+
+void emu_bo_put(struct emu_bo *bo)
+{
+	drm_gem_object_put(&bo->base);
+}
+
+u64 emu_bo_mmap_offset(struct emu_bo *bo)
+{
+	return drm_vma_node_offset_addr(&bo->base.vma_node);
+}
+
+/* Pin the user pages of a USERPTR BO, from @mm (current's, or a remote one). */
+int emu_bo_pin_user(struct emu_bo *bo, struct mm_struct *mm, bool remote)
+{
+	struct page **pages;
+	unsigned long done = 0;
+	long n;
+	int ret = 0;
+
+	if (bo->user_pinned)
+		return 0;
+	pages = kvcalloc(bo->npages, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return -ENOMEM;
+
+	if (remote)
+		mmap_read_lock(mm);
+	while (done < bo->npages) {
+		unsigned long addr = bo->user_addr + (done << PAGE_SHIFT);
+
+		if (remote)
+			n = pin_user_pages_remote(mm, addr, bo->npages - done,
+						  FOLL_WRITE | FOLL_LONGTERM,
+						  pages + done, NULL, NULL);
+		else
+			n = pin_user_pages_fast(addr, bo->npages - done,
+						FOLL_WRITE | FOLL_LONGTERM,
+						pages + done);
+		if (n <= 0) {
+			ret = n ? n : -EFAULT;
+			break;
+		}
+		done += n;
+	}
+	if (remote)
+		mmap_read_unlock(mm);
+
+	if (ret) {
+		if (done)
+			unpin_user_pages(pages, done);
+		kvfree(pages);
+		return ret;
+	}
+	bo->pages = pages;
+	bo->user_pinned = true;
+	return 0;
+}
+
+/* ---- the DRM driver ---------------------------------------------------- */
+
+static int emu_drm_open(struct drm_device *dev, struct drm_file *file)
+{
+	struct emu_drm_file *ef;
+
+	ef = kzalloc(sizeof(*ef), GFP_KERNEL);
+	if (!ef)
+		return -ENOMEM;
+	emu_vm_init(&ef->vm, dev->dev_private);
+	file->driver_priv = ef;
+	return 0;
+}
+
+static void emu_drm_postclose(struct drm_device *dev, struct drm_file *file)
+{
+	struct emu_drm_file *ef = file->driver_priv;
+
+	emu_vm_fini(&ef->vm);
+	kfree(ef);
+	file->driver_priv = NULL;
+}
+
+/*
+ * AMDGPU_GEM_MMAP: the fake offset of a BO this file has a handle for (e.g.
+ * an imported KFD dma-buf).  User pages cannot be CPU-mapped this way.
+ */
+static int emu_gem_mmap_ioctl(struct drm_device *dev, void *data,
+			      struct drm_file *file)
+{
+	union drm_amdgpu_gem_mmap *args = data;
+	struct drm_gem_object *obj;
+	struct emu_bo *bo;
+	int ret = 0;
+
+	obj = drm_gem_object_lookup(file, args->in.handle);
+	if (!obj)
+		return -ENOENT;
+	bo = to_emu_bo(obj);
+	if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
+		ret = -EPERM;
+	else
+		args->out.addr_ptr = emu_bo_mmap_offset(bo);
+	drm_gem_object_put(obj);
+	return ret;
+}
+
+/*
+ * The rest of the amdgpu driver ioctls (INFO, GEM_CREATE, GEM_VA, CS, ...)
+ * come with the SDMA engine; they will share the per-file VM above.
+ */
+static const struct drm_ioctl_desc emu_drm_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(AMDGPU_GEM_MMAP, emu_gem_mmap_ioctl,
+			  DRM_AUTH | DRM_RENDER_ALLOW),
+};
+
+static const struct file_operations emu_drm_fops = {
+	.owner = THIS_MODULE,
+	.open = drm_open,
+	.release = drm_release,
+	.unlocked_ioctl = drm_ioctl,
+	.compat_ioctl = drm_compat_ioctl,
+	.poll = drm_poll,
+	.read = drm_read,
+	.llseek = noop_llseek,
+	.mmap = drm_gem_mmap,
+};
+
+static const struct drm_driver emu_drm_driver = {
+	.driver_features = DRIVER_GEM | DRIVER_RENDER,
+	.open = emu_drm_open,
+	.postclose = emu_drm_postclose,
+	.ioctls = emu_drm_ioctls,
+	.num_ioctls = ARRAY_SIZE(emu_drm_ioctls),
+	.fops = &emu_drm_fops,
+	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
+	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
+	.gem_prime_mmap = drm_gem_prime_mmap,
+	.name = "amdgpu",
+	.desc = "AMD GPU",
+	.date = "20150101",
+	.major = 3,
+	.minor = 49,
+	.patchlevel = 0,
+};
+
+/* The VM of a file, if it is an open render (or primary) node of ours. */
+struct emu_vm *emu_vm_from_file(struct file *filp, struct drm_file **drm_priv)
+{
+	struct drm_file *df;
+	struct emu_drm_file *ef;
+
+	if (!filp || filp->f_op != &emu_drm_fops)
+		return NULL;
+	df = filp->private_data;
+	if (!df || !df->driver_priv)
+		return NULL;
+	ef = df->driver_priv;
+	if (drm_priv)
+		*drm_priv = df;
+	return &ef->vm;
+}
+
+int emu_drm_register_gpu(struct emu_gpu *gpu)
+{
+	struct drm_device *drm;
+	int ret;
+
+	gpu->pdev = platform_device_register_simple(EMU_NAME, gpu->index, NULL, 0);
+	if (IS_ERR(gpu->pdev)) {
+		ret = PTR_ERR(gpu->pdev);
+		gpu->pdev = NULL;
+		return ret;
+	}
+
+	drm = drm_dev_alloc(&emu_drm_driver, &gpu->pdev->dev);
+	if (IS_ERR(drm)) {
+		ret = PTR_ERR(drm);
+		goto err_pdev;
+	}
+	drm->dev_private = gpu;
+
+	ret = drm_dev_register(drm, 0);
+	if (ret)
+		goto err_put;
+	gpu->drm = drm;
+	gpu->render_minor = drm->render->index;
+	return 0;
+
+err_put:
+	drm_dev_put(drm);
+err_pdev:
+	platform_device_unregister(gpu->pdev);
+	gpu->pdev = NULL;
+	return ret;
+}
+
+void emu_drm_unregister_gpu(struct emu_gpu *gpu)
+{
+	if (gpu->drm) {
+		drm_dev_unregister(gpu->drm);
+		drm_dev_put(gpu->drm);
+		gpu->drm = NULL;
+	}
+	if (gpu->pdev) {
+		platform_device_unregister(gpu->pdev);
+		gpu->pdev = NULL;
+	}
+}
+
+/*
+ * Render minors are handed out lowest-free-first.  To present "another node"
+ * after a reload, occupy the minors below render_minor_base with placeholder
+ * DRM devices while the GPUs register, then let them go again.
+ */
+#define EMU_MAX_PLACEHOLDERS 64
+
+static const struct file_operations emu_pad_fops = {
+	.owner = THIS_MODULE,
+	.open = drm_open,
+	.release = drm_release,
+	.unlocked_ioctl = drm_ioctl,
+	.llseek = noop_llseek,
+};
+
+static const struct drm_driver emu_pad_driver = {
+	.driver_features = DRIVER_RENDER,
+	.fops = &emu_pad_fops,
+	.name = "amdgpu_emu_pad",
+	.desc = "minor placeholder",
+	.date = "20240101",
+	.major = 1,
+};
+
+static struct platform_device *emu_pad_pdev;
+static struct drm_device *emu_pads[EMU_MAX_PLACEHOLDERS];
+static unsigned int emu_n_pads;
+
+int emu_drm_reserve_minors(int render_minor_base)
+{
+	struct drm_device *drm;
+	int ret;
+
+	if (render_minor_base <= 128)
+		return 0;
+	if (render_minor_base > 191) {
+		pr_err(EMU_NAME ": render_minor_base %d is not in 128..191\n",
+		       render_minor_base);
+		return -EINVAL;
+	}
+
+	emu_pad_pdev = platform_device_register_simple(EMU_NAME "_pad", -1, NULL, 0);
+	if (IS_ERR(emu_pad_pdev)) {
+		ret = PTR_ERR(emu_pad_pdev);
+		emu_pad_pdev = NULL;
+		return ret;
+	}
+
+	while (emu_n_pads < EMU_MAX_PLACEHOLDERS) {
+		drm = drm_dev_alloc(&emu_pad_driver, &emu_pad_pdev->dev);
+		if (IS_ERR(drm)) {
+			ret = PTR_ERR(drm);
+			goto err;
+		}
+		ret = drm_dev_register(drm, 0);
+		if (ret) {
+			drm_dev_put(drm);
+			goto err;
+		}
+		if (drm->render->index >= render_minor_base) {
+			/* lowest free minor reached the base: give it back */
+			drm_dev_unregister(drm);
+			drm_dev_put(drm);
+			break;
+		}
+		emu_pads[emu_n_pads++] = drm;
+	}
+	return 0;
+
+err:
+	emu_drm_release_placeholders();
+	return ret;
+}
+
+void emu_drm_release_placeholders(void)
+{
+	while (emu_n_pads) {
+		struct drm_device *drm = emu_pads[--emu_n_pads];
+
+		drm_dev_unregister(drm);
+		drm_dev_put(drm);
+	}
+	if (emu_pad_pdev) {
+		platform_device_unregister(emu_pad_pdev);
+		emu_pad_pdev = NULL;
+	}
+}
+
+int emu_drm_init(void)
+{
+	return 0;
+}
+
+void emu_drm_fini(void)
+{
+	emu_drm_release_placeholders();
+}

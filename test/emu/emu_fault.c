@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * amdgpu_emu: fault injection.
+ *
+ * A fault is armed with one line:
+ *   ioctl <nr> <nth> <errno>   the nth call from now of KFD ioctl <nr> fails
+ *   criu <op> <nth> <errno>    the nth call from now of CRIU op <op> fails
+ *   clear                      disarm everything
+ * A firing fault returns -errno before the operation does anything, and is
+ * then disarmed.  Lines come from debugfs amdgpu_emu/fault or the fault=
+ * module parameter (quoted, fault="criu 1 1 5", or with commas, fault=criu,1,1,5).
+ */
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/seq_file.h>
+
+#include "emu.h"
+
+#define EMU_MAX_FAULTS	32
+#define EMU_CRIU_OPS	5
+
+struct emu_fault {
+	bool armed;
+	bool criu;
+	unsigned int nr;
+	unsigned int remaining;
+	int err;
+};
+
+static DEFINE_SPINLOCK(emu_fault_lock);
+static struct emu_fault emu_faults[EMU_MAX_FAULTS];
+
+int emu_fault_check(bool criu, unsigned int nr)
+{
+	unsigned int i;
+	int ret = 0;
+
+	spin_lock(&emu_fault_lock);
+	for (i = 0; i < EMU_MAX_FAULTS; i++) {
+		struct emu_fault *f = &emu_faults[i];
+
+		if (!f->armed || f->criu != criu || f->nr != nr)
+			continue;
+		if (--f->remaining)
+			continue;
+		f->armed = false;
+		if (!ret)
+			ret = -f->err;
+	}
+	spin_unlock(&emu_fault_lock);
+	if (ret)
+		pr_info(EMU_NAME ": injected %s %u failure: %d\n",
+			criu ? "criu op" : "ioctl", nr, ret);
+	return ret;
+}
+
+static int emu_fault_arm(bool criu, unsigned int nr, unsigned int nth, int err)
+{
+	unsigned int i;
+	int ret = -ENOSPC;
+
+	spin_lock(&emu_fault_lock);
+	for (i = 0; i < EMU_MAX_FAULTS; i++) {
+		struct emu_fault *f = &emu_faults[i];
+
+		if (f->armed)
+			continue;
+		f->criu = criu;
+		f->nr = nr;
+		f->remaining = nth;
+		f->err = err;
+		f->armed = true;
+		ret = 0;
+		break;
+	}
+	spin_unlock(&emu_fault_lock);
+	return ret;
+}
+
+static void emu_fault_clear(void)
+{
+	spin_lock(&emu_fault_lock);
+	memset(emu_faults, 0, sizeof(emu_faults));
+	spin_unlock(&emu_fault_lock);
+}
+
+static int emu_fault_parse_line(char *line)
+{
+	unsigned int nr, nth;
+	char kind[8];
+	int err, n;
+
+	/* "criu,1,1,5" spares the quoting a module parameter needs */
+	strreplace(line, ',', ' ');
+	line = strim(line);
+	if (!*line)
+		return 0;
+	if (!strcmp(line, "clear")) {
+		emu_fault_clear();
+		return 0;
+	}
+	n = 0;
+	if (sscanf(line, "%7s %u %u %d %n", kind, &nr, &nth, &err, &n) != 4 ||
+	    line[n])
+		return -EINVAL;
+	if (!nth || err <= 0 || err >= MAX_ERRNO)
+		return -EINVAL;
+	if (!strcmp(kind, "ioctl")) {
+		if (nr < AMDKFD_COMMAND_START || nr >= AMDKFD_COMMAND_END)
+			return -EINVAL;
+		return emu_fault_arm(false, nr, nth, err);
+	}
+	if (!strcmp(kind, "criu")) {
+		if (nr >= EMU_CRIU_OPS)
+			return -EINVAL;
+		return emu_fault_arm(true, nr, nth, err);
+	}
+	return -EINVAL;
+}
+
+/* One or more lines (newline or ';' separated); stops at the first error. */
+int emu_fault_parse(const char *buf, size_t len)
+{
+	char *copy, *cur, *line;
+	int ret = 0;
+
+	copy = kmemdup_nul(buf, len, GFP_KERNEL);
+	if (!copy)
+		return -ENOMEM;
+	cur = copy;
+	while ((line = strsep(&cur, "\n;")) && !ret)
+		ret = emu_fault_parse_line(line);
+	kfree(copy);
+	return ret;
+}
+
+void emu_fault_show(struct seq_file *m)
+{
+	struct emu_fault snap[EMU_MAX_FAULTS];
+	unsigned int i;
+
+	spin_lock(&emu_fault_lock);
+	memcpy(snap, emu_faults, sizeof(snap));
+	spin_unlock(&emu_fault_lock);
+
+	for (i = 0; i < EMU_MAX_FAULTS; i++)
+		if (snap[i].armed)
+			seq_printf(m, "%s %u %u %d\n", snap[i].criu ? "criu" : "ioctl",
+				   snap[i].nr, snap[i].remaining, snap[i].err);
+}
+
+int emu_fault_init(const char *spec)
+{
+	int ret;
+
+	emu_fault_clear();
+	if (!spec || !*spec)
+		return 0;
+	ret = emu_fault_parse(spec, strlen(spec));
+	if (ret)
+		pr_err(EMU_NAME ": invalid fault= '%s'\n", spec);
+	return ret;
+}
+
+void emu_fault_fini(void)
+{
+	emu_fault_clear();
+}

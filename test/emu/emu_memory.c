@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * amdgpu_emu: KFD memory objects: ALLOC/FREE/MAP/UNMAP, dma-buf info and
+ * import, and available memory.
+ *
+ * A KFD memory object is an idr entry of its process-device (pdd) pointing at
+ * a GEM BO of that GPU.  Mapping it to a GPU inserts it into the GPU VM of
+ * the render-node file that pdd acquired, at the BO's VA.
+ */
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/dma-buf.h>
+#include <linux/uaccess.h>
+#include <drm/drm_prime.h>
+#include <drm/drm_vma_manager.h>
+
+#include "emu.h"
+
+static int emu_mem_insert(struct emu_pdd *pdd, struct emu_kfd_mem *mem, int handle)
+{
+	int id;
+
+	if (handle >= 0) {
+		/* CRIU restore: exactly the old id, or nothing */
+		id = idr_alloc(&pdd->mem_idr, mem, handle, handle + 1, GFP_KERNEL);
+		if (id < 0)
+			return -ENOMEM;
+	} else {
+		id = idr_alloc(&pdd->mem_idr, mem, 0, 0, GFP_KERNEL);
+		if (id < 0)
+			return -EFAULT;
+	}
+	mem->handle = id;
+	return 0;
+}
+
+static struct emu_kfd_mem *emu_mem_wrap(struct emu_pdd *pdd, struct emu_bo *bo,
+					u64 va, u32 flags, int handle)
+{
+	struct emu_kfd_mem *mem;
+	int ret;
+
+	mem = kzalloc(sizeof(*mem), GFP_KERNEL);
+	if (!mem)
+		return ERR_PTR(-ENOMEM);
+	mem->bo = bo;
+	mem->pdd = pdd;
+	mem->va = va;
+	mem->size = bo->base.size;
+	mem->flags = flags;
+
+	ret = drm_vma_node_allow_once(&bo->base.vma_node, pdd->drm_priv);
+	if (ret)
+		goto err;
+	ret = emu_mem_insert(pdd, mem, handle);
+	if (ret) {
+		drm_vma_node_revoke(&bo->base.vma_node, pdd->drm_priv);
+		goto err;
+	}
+	return mem;
+err:
+	kfree(mem);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Create a memory object on @pdd; @handle < 0 picks the next free id.  A
+ * USERPTR object pins its pages now unless it is being restored (@handle >= 0),
+ * in which case CRIU RESUME pins them once the task's memory is back.
+ */
+struct emu_kfd_mem *emu_mem_create(struct emu_pdd *pdd, u64 va, u64 size,
+				   u32 flags, u64 user_addr, int handle)
+{
+	struct emu_kfd_mem *mem;
+	struct emu_bo *bo;
+	u64 bo_size = size;
+	int ret;
+
+	/* AQL ring buffers are allocated once and mapped twice */
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM)
+		bo_size = PAGE_ALIGN(size) >> 1;
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+		if (!user_addr || offset_in_page(user_addr))
+			return ERR_PTR(-EINVAL);
+		if (!access_ok(u64_to_user_ptr(user_addr), PAGE_ALIGN(bo_size)))
+			return ERR_PTR(-EFAULT);
+	}
+
+	bo = emu_bo_create(pdd->gpu, bo_size, flags, user_addr);
+	if (IS_ERR(bo))
+		return ERR_CAST(bo);
+
+	if ((flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) && handle < 0) {
+		ret = emu_bo_pin_user(bo, current->mm, false);
+		if (ret)
+			goto err;
+	}
+
+	mem = emu_mem_wrap(pdd, bo, va, flags, handle);
+	if (IS_ERR(mem)) {
+		ret = PTR_ERR(mem);
+		goto err;
+	}
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+		pdd->vram_usage += mem->size;
+	return mem;
+
+err:
+	emu_bo_put(bo);
+	return ERR_PTR(ret);
+}
+
+void emu_mem_destroy(struct emu_kfd_mem *mem)
+{
+	struct emu_pdd *pdd = mem->pdd;
+
+	emu_mem_unmap_all(mem);
+	idr_remove(&pdd->mem_idr, mem->handle);
+	drm_vma_node_revoke(&mem->bo->base.vma_node, pdd->drm_priv);
+	if ((mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && !mem->imported)
+		pdd->vram_usage -= min(pdd->vram_usage, mem->size);
+	emu_bo_put(mem->bo);
+	kfree(mem);
+}
+
+/* Map @mem into the GPU VM of @peer at its VA; mapping twice is a no-op. */
+int emu_mem_map(struct emu_kfd_mem *mem, struct emu_pdd *peer)
+{
+	u64 size = mem->bo->base.size;
+	int ret;
+
+	if (test_bit(peer->index, &mem->mapped))
+		return 0;
+	ret = emu_vm_map(peer->vm, mem->bo, mem->va, 0, size, mem->flags);
+	if (!ret && (mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM)) {
+		ret = emu_vm_map(peer->vm, mem->bo, mem->va + size, 0, size,
+				 mem->flags);
+		if (ret)
+			emu_vm_unmap_bo(peer->vm, mem->bo);
+	}
+	if (!ret)
+		set_bit(peer->index, &mem->mapped);
+	return ret;
+}
+
+static void emu_mem_unmap(struct emu_kfd_mem *mem, struct emu_pdd *peer)
+{
+	if (!test_and_clear_bit(peer->index, &mem->mapped))
+		return;
+	if (peer->vm)
+		emu_vm_unmap_bo(peer->vm, mem->bo);
+}
+
+void emu_mem_unmap_all(struct emu_kfd_mem *mem)
+{
+	struct emu_process *p = mem->pdd->p;
+	unsigned int i;
+
+	for (i = 0; i < p->n_pdds; i++)
+		emu_mem_unmap(mem, &p->pdds[i]);
+}
+
+/* The mmap offset KFD reports for @mem; /dev/kfd offsets use @gpu_id. */
+u64 emu_mem_offset(struct emu_kfd_mem *mem, u32 gpu_id)
+{
+	if (mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL)
+		return EMU_MMAP_TYPE_DOORBELL | EMU_MMAP_GPU_ID(gpu_id);
+	if (mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+		return EMU_MMAP_TYPE_MMIO | EMU_MMAP_GPU_ID(gpu_id);
+	return emu_bo_mmap_offset(mem->bo);
+}
+
+void emu_pdd_free_memory(struct emu_pdd *pdd)
+{
+	struct emu_kfd_mem *mem;
+	int id;
+
+	idr_for_each_entry(&pdd->mem_idr, mem, id)
+		emu_mem_destroy(mem);
+}
+
+/* ---- ioctls ----------------------------------------------------------- */
+
+int emu_ioctl_alloc_memory(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_alloc_memory_of_gpu_args *args = data;
+	u32 flags = args->flags;
+	struct emu_kfd_mem *mem;
+	struct emu_pdd *pdd;
+	u64 user_addr = 0;
+	int ret;
+
+	if (!args->size)
+		return -EINVAL;
+	if (!(flags & EMU_ALLOC_DOMAIN_MASK))
+		return -EINVAL;
+
+	mutex_lock(&p->lock);
+	pdd = emu_pdd_by_user_id(p, args->gpu_id);
+	if (!pdd) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = emu_pdd_bind(pdd);
+	if (ret)
+		goto out;
+
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) {
+		if (args->size != EMU_DOORBELL_SLICE) {
+			ret = -EINVAL;
+			goto out;
+		}
+		ret = emu_pdd_doorbells(pdd);
+		if (ret)
+			goto out;
+	} else if (flags & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP) {
+		if (args->size != PAGE_SIZE) {
+			ret = -EINVAL;
+			goto out;
+		}
+	} else if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+		user_addr = untagged_addr(args->mmap_offset);
+		if (!user_addr) {
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+
+	mem = emu_mem_create(pdd, args->va_addr, args->size, flags, user_addr, -1);
+	if (IS_ERR(mem)) {
+		ret = PTR_ERR(mem);
+		goto out;
+	}
+
+	/* the handle and /dev/kfd offsets carry the gpu_id the caller used */
+	args->handle = EMU_HANDLE(args->gpu_id, mem->handle);
+	args->mmap_offset = emu_bo_mmap_offset(mem->bo);
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+		args->mmap_offset = EMU_MMAP_TYPE_MMIO | EMU_MMAP_GPU_ID(args->gpu_id);
+	ret = 0;
+out:
+	mutex_unlock(&p->lock);
+	return ret;
+}
+
+int emu_ioctl_free_memory(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_free_memory_of_gpu_args *args = data;
+	struct emu_kfd_mem *mem;
+	struct emu_pdd *pdd;
+	int ret = 0;
+
+	mutex_lock(&p->lock);
+	if (p->signal_handle && p->signal_handle == args->handle) {
+		ret = -EPERM;
+		goto out;
+	}
+	pdd = emu_pdd_by_user_id(p, EMU_HANDLE_GPU(args->handle));
+	mem = pdd ? idr_find(&pdd->mem_idr, EMU_HANDLE_IDR(args->handle)) : NULL;
+	if (!mem)
+		ret = -EINVAL;
+	else if (mem->mapped)
+		ret = -EBUSY;
+	else
+		emu_mem_destroy(mem);
+out:
+	mutex_unlock(&p->lock);
+	return ret;
+}
+
+static u32 *emu_copy_device_ids(u64 ptr, u32 n)
+{
+	u32 *ids;
+
+	ids = kmalloc_array(n, sizeof(*ids), GFP_KERNEL);
+	if (!ids)
+		return ERR_PTR(-ENOMEM);
+	if (copy_from_user(ids, u64_to_user_ptr(ptr), n * sizeof(*ids))) {
+		kfree(ids);
+		return ERR_PTR(-EFAULT);
+	}
+	return ids;
+}
+
+int emu_ioctl_map_memory(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_map_memory_to_gpu_args *args = data;
+	struct emu_pdd *pdd, *peer;
+	struct emu_kfd_mem *mem;
+	u32 *ids, i;
+	int ret = 0;
+
+	if (!args->n_devices || args->n_success > args->n_devices)
+		return -EINVAL;
+	ids = emu_copy_device_ids(args->device_ids_array_ptr, args->n_devices);
+	if (IS_ERR(ids))
+		return PTR_ERR(ids);
+
+	mutex_lock(&p->lock);
+	pdd = emu_pdd_by_user_id(p, EMU_HANDLE_GPU(args->handle));
+	if (!pdd) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = emu_pdd_bind(pdd);
+	if (ret)
+		goto out;
+	mem = idr_find(&pdd->mem_idr, EMU_HANDLE_IDR(args->handle));
+	if (!mem) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = args->n_success; i < args->n_devices; i++) {
+		peer = emu_pdd_by_user_id(p, ids[i]);
+		if (!peer) {
+			ret = -EINVAL;
+			goto out;
+		}
+		ret = emu_pdd_bind(peer);
+		if (ret)
+			goto out;
+		ret = emu_mem_map(mem, peer);
+		if (ret)
+			goto out;
+		args->n_success = i + 1;
+	}
+out:
+	mutex_unlock(&p->lock);
+	kfree(ids);
+	return ret;
+}
+
+int emu_ioctl_unmap_memory(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_unmap_memory_from_gpu_args *args = data;
+	struct emu_pdd *pdd, *peer;
+	struct emu_kfd_mem *mem;
+	u32 *ids, i;
+	int ret = 0;
+
+	if (!args->n_devices || args->n_success > args->n_devices)
+		return -EINVAL;
+	ids = emu_copy_device_ids(args->device_ids_array_ptr, args->n_devices);
+	if (IS_ERR(ids))
+		return PTR_ERR(ids);
+
+	mutex_lock(&p->lock);
+	pdd = emu_pdd_by_user_id(p, EMU_HANDLE_GPU(args->handle));
+	if (!pdd) {
+		ret = -EINVAL;
+		goto out;
+	}
+	mem = idr_find(&pdd->mem_idr, EMU_HANDLE_IDR(args->handle));
+	if (!mem) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = args->n_success; i < args->n_devices; i++) {
+		peer = emu_pdd_by_user_id(p, ids[i]);
+		if (!peer) {
+			ret = -EINVAL;
+			goto out;
+		}
+		if (!mem->mapped) {
+			/* not mapped on any GPU at all */
+			ret = -EINVAL;
+			goto out;
+		}
+		emu_mem_unmap(mem, peer);
+		args->n_success = i + 1;
+	}
+out:
+	mutex_unlock(&p->lock);
+	kfree(ids);
+	return ret;
+}
+
+int emu_ioctl_available_memory(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_get_available_memory_args *args = data;
+	struct emu_pdd *pdd;
+	s64 avail;
+
+	mutex_lock(&p->lock);
+	pdd = emu_pdd_by_user_id(p, args->gpu_id);
+	mutex_unlock(&p->lock);
+	if (!pdd)
+		return -EINVAL;
+	avail = pdd->gpu->vram_size - atomic64_read(&pdd->gpu->vram_used);
+	args->available = avail > 0 ? avail : 0;
+	return 0;
+}
+
+/* The BO behind a dma-buf exported by one of our GPUs, with a reference. */
+static struct emu_bo *emu_bo_from_dmabuf(struct dma_buf *dmabuf)
+{
+	struct drm_gem_object *obj;
+	unsigned int i;
+
+	for (i = 0; i < emu.n_gpus; i++) {
+		/* same-device import hands back the exporter's GEM object */
+		obj = drm_gem_prime_import(emu.gpus[i].drm, dmabuf);
+		if (!IS_ERR(obj))
+			return to_emu_bo(obj);
+	}
+	return NULL;
+}
+
+int emu_ioctl_get_dmabuf_info(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_get_dmabuf_info_args *args = data;
+	struct dma_buf *dmabuf;
+	struct emu_bo *bo;
+
+	dmabuf = dma_buf_get(args->dmabuf_fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	bo = emu_bo_from_dmabuf(dmabuf);
+	dma_buf_put(dmabuf);
+	if (!bo)
+		return -EINVAL;
+
+	args->size = bo->base.size;
+	args->gpu_id = bo->gpu->gpu_id;
+	args->flags = bo->alloc_flags;
+	args->metadata_size = 0;	/* no metadata is ever attached */
+	emu_bo_put(bo);
+	return 0;
+}
+
+int emu_ioctl_import_dmabuf(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_import_dmabuf_args *args = data;
+	struct emu_kfd_mem *mem;
+	struct dma_buf *dmabuf;
+	struct emu_pdd *pdd;
+	struct emu_bo *bo;
+	u32 flags;
+	int ret;
+
+	mutex_lock(&p->lock);
+	pdd = emu_pdd_by_user_id(p, args->gpu_id);
+	if (!pdd) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = emu_pdd_bind(pdd);
+	if (ret)
+		goto out;
+
+	dmabuf = dma_buf_get(args->dmabuf_fd);
+	if (IS_ERR(dmabuf)) {
+		ret = PTR_ERR(dmabuf);
+		goto out;
+	}
+	bo = emu_bo_from_dmabuf(dmabuf);
+	dma_buf_put(dmabuf);
+	if (!bo || bo->gpu != pdd->gpu ||
+	    !(bo->alloc_flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT))) {
+		if (bo)
+			emu_bo_put(bo);
+		ret = -EINVAL;
+		goto out;
+	}
+
+	flags = (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM ?
+		 KFD_IOC_ALLOC_MEM_FLAGS_VRAM : KFD_IOC_ALLOC_MEM_FLAGS_GTT) |
+		KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+	mem = emu_mem_wrap(pdd, bo, args->va_addr, flags, -1);
+	if (IS_ERR(mem)) {
+		emu_bo_put(bo);
+		ret = PTR_ERR(mem);
+		goto out;
+	}
+	mem->imported = true;
+	args->handle = EMU_HANDLE(args->gpu_id, mem->handle);
+	ret = 0;
+out:
+	mutex_unlock(&p->lock);
+	return ret;
+}
