@@ -13,9 +13,7 @@ namespace amdgpu {
 
 class Error : public std::runtime_error {
 public:
-	Error(int err, std::string message) : std::runtime_error(std::move(message)), err_(err > 0 ? -err : err)
-	{
-	}
+	Error(int err, std::string message) : std::runtime_error(std::move(message)), err_(err > 0 ? -err : err) {}
 
 	// Negative errno, ready to be returned from a hook.
 	int err() const noexcept { return err_; }

@@ -72,7 +72,7 @@ bool image_exists(int dirfd, const std::string &name)
 }
 
 ImageWriter::ImageWriter(int dirfd, std::string name, uint64_t payload_size)
-	: name_(std::move(name)), size_(payload_size)
+    : name_(std::move(name)), size_(payload_size)
 {
 	fd_.reset(openat(dirfd, name_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
 	if (!fd_)
@@ -127,7 +127,8 @@ ImageReader::ImageReader(int dirfd, std::string name, uint64_t max_size) : name_
 		const uint64_t actual = static_cast<uint64_t>(st.st_size) - kFrameHeaderSize;
 		if (actual < size_)
 			fail(-EINVAL, "image %s is truncated: header announces %llu payload bytes, file has %llu",
-			     name_.c_str(), static_cast<unsigned long long>(size_), static_cast<unsigned long long>(actual));
+			     name_.c_str(), static_cast<unsigned long long>(size_),
+			     static_cast<unsigned long long>(actual));
 		if (actual > size_)
 			fail(-EINVAL, "image %s has %llu bytes after its announced %llu-byte payload", name_.c_str(),
 			     static_cast<unsigned long long>(actual - size_), static_cast<unsigned long long>(size_));

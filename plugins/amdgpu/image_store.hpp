@@ -18,9 +18,9 @@ namespace amdgpu {
 
 inline constexpr size_t kFrameHeaderSize = 8;
 
-std::string kfd_image_name(uint32_t id);                      // amdgpu-kfd-<id>.img
-std::string pages_image_name(uint32_t id, uint32_t gpu_id);   // amdgpu-pages-<id>-<gpuid %04x>.img
-std::string render_image_name(uint32_t id);                   // amdgpu-renderD-<id>.img
+std::string kfd_image_name(uint32_t id);		    // amdgpu-kfd-<id>.img
+std::string pages_image_name(uint32_t id, uint32_t gpu_id); // amdgpu-pages-<id>-<gpuid %04x>.img
+std::string render_image_name(uint32_t id);		    // amdgpu-renderD-<id>.img
 
 // True if `name` exists in `dirfd` (any other error than ENOENT throws).
 bool image_exists(int dirfd, const std::string &name);

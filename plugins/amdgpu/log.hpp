@@ -18,7 +18,7 @@ void log(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 } // namespace amdgpu
 
-#define pr_err(fmt, ...) ::amdgpu::log(::amdgpu::LogLevel::error, fmt, ##__VA_ARGS__)
-#define pr_warn(fmt, ...) ::amdgpu::log(::amdgpu::LogLevel::warn, fmt, ##__VA_ARGS__)
-#define pr_info(fmt, ...) ::amdgpu::log(::amdgpu::LogLevel::info, fmt, ##__VA_ARGS__)
+#define pr_err(fmt, ...)   ::amdgpu::log(::amdgpu::LogLevel::error, fmt, ##__VA_ARGS__)
+#define pr_warn(fmt, ...)  ::amdgpu::log(::amdgpu::LogLevel::warn, fmt, ##__VA_ARGS__)
+#define pr_info(fmt, ...)  ::amdgpu::log(::amdgpu::LogLevel::info, fmt, ##__VA_ARGS__)
 #define pr_debug(fmt, ...) ::amdgpu::log(::amdgpu::LogLevel::debug, fmt, ##__VA_ARGS__)

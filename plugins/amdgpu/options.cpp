@@ -113,15 +113,17 @@ Options options_from_env(EnvLookup lookup)
 		uint64_t size = 0;
 		const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 		if (!parse_env_size(value, size)) {
-			options.errors.push_back(strprintf("%s='%s' is not a size (a number with an optional k, K, M or G suffix)",
-							   kMaxBufferVar, value));
+			options.errors.push_back(
+				strprintf("%s='%s' is not a size (a number with an optional k, K, M or G suffix)",
+					  kMaxBufferVar, value));
 		} else if (size == 0) {
 			// Upstream reads 0 as "no cap"; unbounded staging is what we refuse to do, so 0 keeps
 			// the default bound.
 			options.max_buffer_size = kDefaultMaxBufferSize;
 		} else if (size < page) {
-			options.errors.push_back(strprintf("%s='%s' is smaller than one page (%llu bytes)", kMaxBufferVar,
-							   value, static_cast<unsigned long long>(page)));
+			options.errors.push_back(strprintf("%s='%s' is smaller than one page (%llu bytes)",
+							   kMaxBufferVar, value,
+							   static_cast<unsigned long long>(page)));
 		} else {
 			// Staging buffers are registered with the GPU as userptr memory, which must be
 			// page-granular.
@@ -146,8 +148,8 @@ std::vector<std::string> describe(const Options &options)
 	std::vector<std::string> lines;
 	for (const auto &var : kMatchVars)
 		lines.push_back(strprintf("param: %s:%c", var.name, options.match.*var.field ? 'Y' : 'N'));
-	lines.push_back(strprintf("param: %s:0x%llx", kMaxBufferVar,
-				  static_cast<unsigned long long>(options.max_buffer_size)));
+	lines.push_back(
+		strprintf("param: %s:0x%llx", kMaxBufferVar, static_cast<unsigned long long>(options.max_buffer_size)));
 	return lines;
 }
 

@@ -126,6 +126,7 @@ TEST(MetadataImages, CriuKfdRoundTripsThroughTheImageDirectory)
 TEST(MetadataImages, CriuKfdWireFormatIsFrozen)
 {
 	SampleKfd sample;
+	// clang-format off
 	EXPECT_EQ(hex(pack(sample.msg)),
 		  // pid 4242, one GPU, one CPU
 		  "089221" "1001" "1801"
@@ -140,6 +141,7 @@ TEST(MetadataImages, CriuKfdWireFormatIsFrozen)
 		  "3220" "088080808180e01f" "108040" "18808080808080e0e3d301" "208880808008" "289e9e01"
 		  // 3 objects, hsakmt shared memory of 4 KiB with its magic, 8 bytes of private data
 		  "3803" "408020" "48a5cb96ad0a" "52080100000000000000");
+	// clang-format on
 }
 
 TEST(MetadataImages, GarbageIsNotACriuKfd)

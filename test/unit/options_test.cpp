@@ -42,9 +42,9 @@ TEST_F(OptionsTest, EveryCheckDefaultsOnAndBufferIsBounded)
 
 TEST_F(OptionsTest, BooleansAcceptUpstreamSpellings)
 {
-	fake_env = { { "KFD_FW_VER_CHECK", "0" },     { "KFD_SDMA_FW_VER_CHECK", "no" },
+	fake_env = { { "KFD_FW_VER_CHECK", "0" },	 { "KFD_SDMA_FW_VER_CHECK", "no" },
 		     { "KFD_CACHES_COUNT_CHECK", "NO" }, { "KFD_NUM_GWS_CHECK", "No" },
-		     { "KFD_VRAM_SIZE_CHECK", "0" },     { "KFD_NUMA_CHECK", "1" },
+		     { "KFD_VRAM_SIZE_CHECK", "0" },	 { "KFD_NUMA_CHECK", "1" },
 		     { "KFD_CAPABILITY_CHECK", "YeS" } };
 	const Options o = load();
 	EXPECT_FALSE(o.match.fw_version);
