@@ -20,12 +20,14 @@ PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 WARN       := -Wall -Wextra -Werror
-CPPFLAGS   += -Iplugins/amdgpu -I$(BUILD)/images $(PKG_CFLAGS) -D_GNU_SOURCE
+# <linux/kfd_ioctl.h> includes <drm/drm.h>, which Debian ships under libdrm's include directory.
+DRM_SHIM   := $(BUILD)/include/drm
+CPPFLAGS   += -Iplugins/amdgpu -I$(BUILD)/images -I$(BUILD)/include $(PKG_CFLAGS) -D_GNU_SOURCE
 CXXFLAGS   ?= -O2 -g
 CXXFLAGS   += -std=c++20 $(WARN) -fPIC -fvisibility=hidden -fvisibility-inlines-hidden
 CFLAGS     ?= -O2 -g
 CFLAGS     += -fPIC -fvisibility=hidden
-LDLIBS     := $(PKG_LIBS) -lpthread
+LDLIBS     := $(PKG_LIBS) -lpthread -ldl
 
 PLUGIN     := plugins/amdgpu/amdgpu_plugin.so
 PROTO      := images/criu-amdgpu.proto
@@ -67,7 +69,11 @@ $(PROTO_C) $(PROTO_H): $(PROTO)
 $(PROTO_O): $(PROTO_C)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cpp $(PROTO_H)
+$(DRM_SHIM):
+	@mkdir -p $(dir $@)
+	ln -sfn $(shell $(PKG_CONFIG) --variable=includedir libdrm)/libdrm $@
+
+$(BUILD)/%.o: %.cpp $(PROTO_H) | $(DRM_SHIM)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 

@@ -12,8 +12,13 @@
 #include "device_files.hpp"
 #include "error.hpp"
 #include "image_store.hpp"
+#include "kfd_checkpoint.hpp"
+#include "kfd_restore.hpp"
 #include "log.hpp"
 #include "options.hpp"
+
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -28,6 +33,8 @@ namespace {
 struct PluginRun {
 	int stage;
 	Options options;
+	std::unique_ptr<DumpSession> dump;	 // criu's dumping process
+	std::unique_ptr<RestoreSession> restore; // one restored task (after fork)
 };
 
 std::unique_ptr<PluginRun> run;
@@ -51,11 +58,32 @@ template <typename Fn> int guarded(const char *hook, Fn &&fn) noexcept
 	}
 }
 
-const Options &options()
+PluginRun &current_run()
 {
 	if (!run)
 		fail(-EINVAL, "plugin hook called before init");
-	return run->options;
+	return *run;
+}
+
+DumpSession &dump_session()
+{
+	PluginRun &r = current_run();
+	r.options.require_valid();
+	if (!r.dump)
+		r.dump = std::make_unique<DumpSession>(r.options, criu_get_image_dir(),
+						       std::string(kDefaultTopologyDir));
+	return *r.dump;
+}
+
+RestoreSession &restore_session()
+{
+	PluginRun &r = current_run();
+	r.options.require_valid();
+	// criu forks the restored tasks from processes that may already hold a session: a child
+	// drops its copy (closing only its own duplicates of the fds) and starts its own.
+	if (!r.restore || r.restore->owner() != getpid())
+		r.restore = std::make_unique<RestoreSession>(r.options, criu_get_image_dir());
+	return *r.restore;
 }
 
 const char *env_lookup(const char *name)
@@ -66,7 +94,7 @@ const char *env_lookup(const char *name)
 int plugin_init(int stage)
 {
 	return guarded("init", [&] {
-		run = std::make_unique<PluginRun>(PluginRun{ stage, options_from_env(env_lookup) });
+		run = std::make_unique<PluginRun>(PluginRun { stage, options_from_env(env_lookup), nullptr, nullptr });
 		for (const std::string &line : describe(run->options))
 			pr_info("%s", line.c_str());
 		for (const std::string &line : run->options.errors)
@@ -79,6 +107,8 @@ void plugin_exit(int stage, int ret)
 {
 	guarded("exit", [&] {
 		pr_debug("exit: stage %d, criu result %d", stage, ret);
+		if (run && run->dump)
+			run->dump->finish();
 		run.reset();
 		return 0;
 	});
@@ -93,8 +123,11 @@ int dump_ext_file(int fd, int id)
 		const GpuFileKind kind = classify_device(st);
 		if (kind == GpuFileKind::none)
 			return -ENOTSUP;
-		options().require_valid();
-		fail(-ENOSYS, "checkpoint of %s (file id %d) is not implemented yet", to_string(kind), id);
+		if (kind == GpuFileKind::kfd)
+			dump_session().dump_kfd(fd, static_cast<uint32_t>(id));
+		else
+			dump_session().dump_render_node(static_cast<uint32_t>(id), minor(st.st_rdev));
+		return 0;
 	});
 }
 
@@ -103,10 +136,11 @@ int restore_ext_file(int id)
 	return guarded("restore_ext_file", [&] {
 		const int dirfd = criu_get_image_dir();
 		const uint32_t uid = static_cast<uint32_t>(id);
-		if (!image_exists(dirfd, kfd_image_name(uid)) && !image_exists(dirfd, render_image_name(uid)))
-			return -ENOTSUP;
-		options().require_valid();
-		fail(-ENOSYS, "restore of GPU file id %d is not implemented yet", id);
+		if (image_exists(dirfd, kfd_image_name(uid)))
+			return restore_session().restore_kfd(uid);
+		if (image_exists(dirfd, render_image_name(uid)))
+			return restore_session().restore_render_node(uid);
+		return -ENOTSUP;
 	});
 }
 
@@ -130,26 +164,18 @@ bool is_gpu_path(const char *path)
 	return !strcmp(path, kKfdPath) || !strncmp(path, "/dev/dri/renderD", strlen("/dev/dri/renderD"));
 }
 
-int update_vma_map(const char *path, const uint64_t addr, const uint64_t old_pgoff, uint64_t *new_pgoff,
-		   int *plugin_fd)
+int update_vma_map(const char *path, const uint64_t addr, const uint64_t old_pgoff, uint64_t *new_pgoff, int *plugin_fd)
 {
 	return guarded("update_vma_map", [&] {
-		(void)new_pgoff;
-		(void)plugin_fd;
 		if (!is_gpu_path(path))
 			return -ENOTSUP;
-		fail(-ENOSYS, "restore of the mapping of %s at 0x%llx (offset 0x%llx) is not implemented yet", path,
-		     static_cast<unsigned long long>(addr), static_cast<unsigned long long>(old_pgoff));
+		return restore_session().update_vma(path, addr, old_pgoff, new_pgoff, plugin_fd);
 	});
 }
 
 int resume_devices_late(int pid)
 {
-	return guarded("resume_devices_late", [&] {
-		// No GPU state is restored by this version, so no task has queues to resume.
-		(void)pid;
-		return -ENOTSUP;
-	});
+	return guarded("resume_devices_late", [&] { return resume_gpu_process(pid); });
 }
 
 } // namespace

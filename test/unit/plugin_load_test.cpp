@@ -47,7 +47,8 @@ protected:
 	bool logged(unsigned int level, const std::string &needle) const
 	{
 		for (const auto &[l, line] : log_)
-			if (l == level && line.rfind("amdgpu_plugin: ", 0) == 0 && line.find(needle) != std::string::npos)
+			if (l == level && line.rfind("amdgpu_plugin: ", 0) == 0 &&
+			    line.find(needle) != std::string::npos)
 				return true;
 		return false;
 	}
@@ -65,9 +66,9 @@ TEST_F(PluginLoad, DescriptorNamesThePluginAndItsFiveHooks)
 	EXPECT_EQ(desc_->max_hooks, static_cast<unsigned int>(CR_PLUGIN_HOOK__MAX));
 	EXPECT_NE(desc_->init, nullptr);
 	EXPECT_NE(desc_->exit, nullptr);
-	for (int id : { CR_PLUGIN_HOOK__DUMP_EXT_FILE, CR_PLUGIN_HOOK__RESTORE_EXT_FILE,
-			CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA, CR_PLUGIN_HOOK__UPDATE_VMA_MAP,
-			CR_PLUGIN_HOOK__RESUME_DEVICES_LATE })
+	for (int id :
+	     { CR_PLUGIN_HOOK__DUMP_EXT_FILE, CR_PLUGIN_HOOK__RESTORE_EXT_FILE, CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA,
+	       CR_PLUGIN_HOOK__UPDATE_VMA_MAP, CR_PLUGIN_HOOK__RESUME_DEVICES_LATE })
 		EXPECT_NE(desc_->hooks[id], nullptr) << "hook " << id;
 	for (int id : { CR_PLUGIN_HOOK__DUMP_UNIX_SK, CR_PLUGIN_HOOK__RESTORE_UNIX_SK, CR_PLUGIN_HOOK__DUMP_EXT_MOUNT,
 			CR_PLUGIN_HOOK__RESTORE_EXT_MOUNT, CR_PLUGIN_HOOK__DUMP_EXT_LINK })
@@ -138,15 +139,14 @@ TEST_F(PluginLoad, RenderNodeMappingsAreClaimed)
 	desc_->exit(CR_PLUGIN_STAGE__DUMP, 0);
 }
 
-TEST_F(PluginLoad, GpuImageRestoreFailsLoudlyUntilImplemented)
+TEST_F(PluginLoad, CorruptGpuImageFailsRestoreNamingTheImage)
 {
 	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__RESTORE), 0);
 	images_.write("amdgpu-kfd-7.img", std::string(8, '\0'));
 	auto *restore = hook<CR_PLUGIN_HOOK__RESTORE_EXT_FILE_t>(CR_PLUGIN_HOOK__RESTORE_EXT_FILE);
 	const int ret = restore(7);
-	EXPECT_LT(ret, 0);
-	EXPECT_NE(ret, -ENOTSUP) << "a GPU image must not be passed on as 'not mine'";
-	EXPECT_TRUE(logged(1, "file id 7"));
+	EXPECT_EQ(ret, -EINVAL) << "a GPU image must not be passed on as 'not mine'";
+	EXPECT_TRUE(logged(1, "amdgpu-kfd-7.img lacks required fields"));
 	desc_->exit(CR_PLUGIN_STAGE__RESTORE, ret);
 }
 

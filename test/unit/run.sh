@@ -10,13 +10,14 @@ trap 'rm -f "$log"' EXIT
 "$bin" --gtest_brief=1 --gtest_color=no 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
-count() { sed -n "s/^\[  $1 *\] \([0-9]*\) tests\{0,1\}.*/\1/p" "$log" | tail -n1; }
-passed=$(count PASSED)
-failed=$(count FAILED)
-skipped=$(count SKIPPED)
-if [ -z "$passed$failed" ]; then
+# gtest's brief mode prints one line per failed or skipped test, "[  FAILED  ] Suite.Name (3 ms)",
+# and the number of passed tests in its summary.
+passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\.$/\1/p' "$log" | tail -n1)
+failed=$(grep -cE '^\[  FAILED  \] [^ ]+ \([0-9]+ ms\)$' "$log")
+skipped=$(grep -cE '^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$' "$log")
+if [ -z "$passed" ] || { [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; }; then
 	echo "unit tests did not finish (exit status $status)"
-	passed=0 failed=1
+	failed=$((failed + 1))
 fi
 echo "${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
 [ "$status" -eq 0 ]

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "bo_transfer.hpp"
+
+#include "amdgpu_device.hpp"
+#include "error.hpp"
+#include "image_store.hpp"
+#include "log.hpp"
+#include "sdma_packets.hpp"
+#include "staging_memory.hpp"
+#include "transfer_plan.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <thread>
+
+namespace amdgpu {
+
+namespace {
+
+// A chunk is at most one staging buffer; a few seconds even on a slow engine. Far beyond it
+// the engine is hung, and criu must fail rather than wait forever.
+constexpr uint64_t kWaitTimeoutNs = 120ull * 1000 * 1000 * 1000;
+constexpr size_t kMaxPiecesPerChunk = 1024;
+
+// One staging buffer of the ring with the indirect buffer that copies through it. The host
+// memory is registered with the GPU once, not per chunk.
+struct Slot {
+	Slot(const GpuDevice &dev, uint64_t size, int numa_node, uint64_t ib_bytes)
+	    : memory(size, numa_node), staging(MappedBo::from_user_memory(dev, memory.data(), size)),
+	      ib(MappedBo::alloc_gtt(dev, ib_bytes))
+	{
+	}
+
+	StagingMemory memory; // outlives its registration below (members die in reverse)
+	MappedBo staging;
+	MappedBo ib;
+	std::optional<size_t> chunk; // the chunk in flight in this slot
+	uint64_t seq = 0;
+};
+
+class GpuWorker {
+public:
+	GpuWorker(CopyDirection dir, const GpuCopyJob &job, int image_dir, uint32_t kfd_id, uint64_t budget,
+		  const std::atomic<bool> &cancel)
+	    : dir_(dir), job_(job), image_dir_(image_dir), kfd_id_(kfd_id), budget_(budget), cancel_(cancel)
+	{
+	}
+
+	CopyStats run();
+
+private:
+	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
+	void submit(Slot &slot, size_t chunk_index);
+
+	CopyDirection dir_;
+	const GpuCopyJob &job_;
+	int image_dir_;
+	uint32_t kfd_id_;
+	uint64_t budget_;
+	const std::atomic<bool> &cancel_;
+
+	std::vector<TransferChunk> plan_;
+	std::vector<std::optional<MappedBo>> bos_;
+	std::optional<GpuDevice> dev_;
+	std::optional<SdmaQueue> queue_;
+	std::vector<std::unique_ptr<Slot>> slots_;
+	std::optional<ImageWriter> writer_;
+	std::optional<ImageReader> reader_;
+	std::vector<uint32_t> ib_;
+};
+
+void GpuWorker::complete(Slot &slot)
+{
+	if (!slot.chunk)
+		return;
+	queue_->wait(slot.seq, kWaitTimeoutNs);
+	const TransferChunk &c = plan_[*slot.chunk];
+	slot.chunk.reset();
+	if (dir_ == CopyDirection::to_image)
+		writer_->write({ slot.memory.data(), static_cast<size_t>(c.len) });
+}
+
+void GpuWorker::submit(Slot &slot, size_t chunk_index)
+{
+	const TransferChunk &c = plan_[chunk_index];
+	if (dir_ == CopyDirection::from_image)
+		reader_->read({ slot.memory.data(), static_cast<size_t>(c.len) });
+
+	ib_.clear();
+	std::vector<amdgpu_bo_handle> resources { slot.staging.handle() };
+	for (const TransferPiece &p : c.pieces) {
+		const MappedBo &bo = *bos_[p.bo];
+		const uint64_t bo_va = bo.va() + p.bo_offset;
+		const uint64_t staging_va = slot.staging.va() + p.slot_offset;
+		if (dir_ == CopyDirection::to_image)
+			sdma::emit_copy_linear(ib_, bo_va, staging_va, p.len);
+		else
+			sdma::emit_copy_linear(ib_, staging_va, bo_va, p.len);
+		if (resources.back() != bo.handle())
+			resources.push_back(bo.handle());
+	}
+	sdma::pad_ib(ib_);
+	if (ib_.size() * sizeof(uint32_t) > slot.ib.size())
+		fail(-EOVERFLOW, "GPU 0x%04x: %zu-dword indirect buffer exceeds its %llu bytes", job_.gpu_id,
+		     ib_.size(), static_cast<unsigned long long>(slot.ib.size()));
+	std::memcpy(slot.ib.cpu(), ib_.data(), ib_.size() * sizeof(uint32_t));
+	slot.seq = queue_->submit(slot.ib, static_cast<uint32_t>(ib_.size()), resources);
+	slot.chunk = chunk_index;
+}
+
+CopyStats GpuWorker::run()
+{
+	const auto start = std::chrono::steady_clock::now();
+	CopyStats stats;
+	stats.gpu_id = job_.gpu_id;
+	uint64_t total = 0;
+	for (uint64_t s : job_.sizes)
+		total += s;
+	stats.bytes = total;
+
+	const std::string name = pages_image_name(kfd_id_, job_.image_gpu_id);
+	if (dir_ == CopyDirection::from_image && total == 0)
+		return stats; // nothing to read: do not insist on a file older writers may omit
+	if (dir_ == CopyDirection::to_image) {
+		writer_.emplace(image_dir_, name, total);
+	} else {
+		reader_.emplace(image_dir_, name, total);
+		if (reader_->payload_size() != total)
+			fail(-EINVAL, "image %s holds %llu bytes, but the GPU 0x%04x BOs it restores need %llu",
+			     name.c_str(), static_cast<unsigned long long>(reader_->payload_size()), job_.image_gpu_id,
+			     static_cast<unsigned long long>(total));
+	}
+	if (total) {
+		dev_.emplace(job_.render_fd, job_.gpu_id);
+		bos_.resize(job_.sizes.size());
+		for (size_t i = 0; i < job_.sizes.size(); i++)
+			if (job_.sizes[i])
+				bos_[i].emplace(MappedBo::import_dmabuf(*dev_, job_.dmabuf_fds[i], job_.sizes[i]));
+
+		const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+		const StagingShape shape = staging_shape(budget_, total, page);
+		plan_ = plan_transfer(job_.sizes, shape.slot_size, kMaxPiecesPerChunk);
+		const uint64_t ib_bytes = (sdma::copy_linear_packets(shape.slot_size) + kMaxPiecesPerChunk) *
+						  sdma::kCopyLinearDwords * 4 +
+					  sdma::kIbAlignDwords * 4;
+		const size_t nslots = std::min<size_t>(shape.slots, plan_.size());
+		for (size_t i = 0; i < nslots; i++)
+			slots_.push_back(std::make_unique<Slot>(*dev_, shape.slot_size, job_.numa_node, ib_bytes));
+		stats.staging_bytes = nslots * shape.slot_size;
+		queue_.emplace(*dev_);
+
+		try {
+			for (size_t i = 0; i < plan_.size(); i++) {
+				if (cancel_.load(std::memory_order_relaxed))
+					fail(-ECANCELED, "GPU 0x%04x: copy stopped after another GPU failed",
+					     job_.gpu_id);
+				Slot &slot = *slots_[i % slots_.size()];
+				complete(slot);
+				submit(slot, i);
+			}
+			for (size_t k = 0; k < slots_.size(); k++)
+				complete(*slots_[(plan_.size() + k) % slots_.size()]);
+		} catch (...) {
+			// Nothing may be freed while the engine still reads or writes it.
+			for (auto &slot : slots_)
+				if (slot->chunk) {
+					try {
+						queue_->wait(slot->seq, kWaitTimeoutNs);
+					} catch (...) {
+					}
+				}
+			throw;
+		}
+	}
+	if (writer_)
+		writer_->finish();
+	stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+	return stats;
+}
+
+} // namespace
+
+int numa_node_of(const Topology &topology, uint32_t gpu_id)
+{
+	const Node *gpu = topology.gpu(gpu_id);
+	if (!gpu)
+		return -1;
+	for (const IoLink &link : gpu->links) {
+		const Node *peer = link.valid ? topology.node(link.node_to) : nullptr;
+		if (peer && !peer->is_gpu() && link.type == IoLinkType::pcie)
+			return static_cast<int>(peer->node_id);
+	}
+	return -1;
+}
+
+std::string describe(const CopyStats &s)
+{
+	const double mib = static_cast<double>(s.bytes) / (1 << 20);
+	const double mbps = s.seconds > 0 ? static_cast<double>(s.bytes) / 1e6 / s.seconds : 0;
+	return strprintf("GPU 0x%04x: %.1f MiB in %.3f s (%.0f MB/s), %.1f MiB staging", s.gpu_id, mib, s.seconds, mbps,
+			 static_cast<double>(s.staging_bytes) / (1 << 20));
+}
+
+std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs, int image_dir,
+					uint32_t kfd_id, uint64_t max_buffer_size)
+{
+	std::vector<CopyStats> stats(jobs.size());
+	std::vector<std::exception_ptr> errors(jobs.size());
+	std::atomic<bool> cancel { false };
+	std::vector<std::thread> threads;
+	for (size_t i = 0; i < jobs.size(); i++) {
+		threads.emplace_back([&, i] {
+			try {
+				GpuWorker worker(direction, jobs[i], image_dir, kfd_id, max_buffer_size, cancel);
+				stats[i] = worker.run();
+			} catch (...) {
+				errors[i] = std::current_exception();
+				cancel = true;
+			}
+		});
+	}
+	for (auto &t : threads)
+		t.join();
+
+	std::exception_ptr first;
+	for (size_t i = 0; i < jobs.size(); i++) {
+		if (!errors[i])
+			continue;
+		if (!first) {
+			first = errors[i];
+			continue;
+		}
+		// Only one error reaches criu; the others would be lost without a line here.
+		try {
+			std::rethrow_exception(errors[i]);
+		} catch (const Error &e) {
+			if (e.err() != -ECANCELED)
+				pr_err("%s", e.what());
+		} catch (const std::exception &e) {
+			pr_err("GPU 0x%04x copy: %s", jobs[i].gpu_id, e.what());
+		}
+	}
+	if (first)
+		std::rethrow_exception(first);
+	return stats;
+}
+
+} // namespace amdgpu

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// Moving BO contents between VRAM/GTT and the pages images, through each GPU's SDMA engine.
+//
+// One worker thread per GPU; GPUs run in parallel. Within a GPU a ring of staging buffers,
+// registered with the GPU once, lets the engine fill buffer k+1 while buffer k is written to the
+// image (dump), or the image read of k+1 overlap the engine's write of k (restore). Host memory is
+// the ring, bounded by KFD_MAX_BUFFER_SIZE per GPU, whatever the size of a BO or of VRAM.
+#pragma once
+
+#include "topology.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace amdgpu {
+
+struct GpuCopyJob {
+	uint32_t image_gpu_id = 0;   // names amdgpu-pages-<id>-<gpu>.img (the id the process knows)
+	uint32_t gpu_id = 0;	     // the local GPU doing the copy
+	int render_fd = -1;	     // a render-node fd of that GPU (borrowed)
+	int numa_node = -1;	     // where the staging memory goes; -1 = anywhere
+	std::vector<int> dmabuf_fds; // borrowed; same order as sizes, the image order
+	std::vector<uint64_t> sizes;
+};
+
+struct CopyStats {
+	uint32_t gpu_id = 0;
+	uint64_t bytes = 0;
+	double seconds = 0;
+	uint64_t staging_bytes = 0;
+};
+
+enum class CopyDirection {
+	to_image,   // dump
+	from_image, // restore
+};
+
+// The NUMA node of the CPU a GPU is attached to (its first valid PCIe link to a CPU node), or -1.
+int numa_node_of(const Topology &topology, uint32_t gpu_id);
+
+// One log line's worth: "GPU 0x4f1e: 1024.0 MiB in 1.25 s (859 MB/s), 64.0 MiB staging".
+std::string describe(const CopyStats &stats);
+
+// Runs one worker per job. Throws the first error after every worker has stopped.
+std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs, int image_dir,
+					uint32_t kfd_id, uint64_t max_buffer_size);
+
+} // namespace amdgpu

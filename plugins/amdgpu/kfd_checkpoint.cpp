@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "kfd_checkpoint.hpp"
+
+#include "bo_transfer.hpp"
+#include "error.hpp"
+#include "hsakmt_shm.hpp"
+#include "image_store.hpp"
+#include "kfd_ioctl.hpp"
+#include "log.hpp"
+#include "metadata_images.hpp"
+#include "topology_image.hpp"
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace amdgpu {
+
+namespace {
+
+constexpr uint32_t kContentFlags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT;
+
+// Bounds on what PROCESS_INFO may report before we allocate for it.
+constexpr uint32_t kMaxDevices = 1024;
+constexpr uint32_t kMaxBos = 1u << 22;
+constexpr uint64_t kMaxPrivData = 1ull << 30;
+
+} // namespace
+
+DumpSession::DumpSession(const Options &options, int image_dir, std::filesystem::path topology_dir,
+			 std::string kfd_path)
+    : options_(options), image_dir_(image_dir), topology_dir_(std::move(topology_dir)), kfd_path_(std::move(kfd_path))
+{
+}
+
+DumpSession::~DumpSession()
+{
+	finish();
+}
+
+const Topology &DumpSession::local_topology()
+{
+	if (!topology_)
+		topology_ = parse_topology(topology_dir_);
+	return *topology_;
+}
+
+void DumpSession::check_kfd_version()
+{
+	if (version_checked_)
+		return;
+	// Ordinary ioctls on the task's file are refused to a foreign process, so ask through ours.
+	unique_fd fd(open(kfd_path_.c_str(), O_RDWR | O_CLOEXEC));
+	if (!fd)
+		fail_errno(errno, "cannot open %s to check the KFD version", kfd_path_.c_str());
+	kfd::Version v;
+	if (const int ret = kfd::get_version(fd.get(), v))
+		fail_errno(ret, "KFD GET_VERSION failed");
+	if (v.major != kfd::kMinMajor || v.minor < kfd::kMinMinor)
+		fail(-EPROTONOSUPPORT, "KFD ioctl interface %u.%u cannot checkpoint: %u.%u or newer is needed", v.major,
+		     v.minor, kfd::kMinMajor, kfd::kMinMinor);
+	pr_info("KFD ioctl interface %u.%u", v.major, v.minor);
+	version_checked_ = true;
+}
+
+void DumpSession::dump_kfd(int task_fd, uint32_t id)
+{
+	const auto start = std::chrono::steady_clock::now();
+	check_kfd_version();
+
+	unique_fd fd(fcntl(task_fd, F_DUPFD_CLOEXEC, 0));
+	if (!fd)
+		fail_errno(errno, "cannot duplicate /dev/kfd file id %u", id);
+
+	kfd::ProcessInfo info;
+	if (const int ret = kfd::criu_process_info(fd.get(), info))
+		fail_errno(ret, "KFD PROCESS_INFO failed for file id %u", id);
+	// From here on the queues are paused: finish() must resume them whatever happens next.
+	paused_.push_back({ std::move(fd), info.pid });
+	const int kfd_fd = paused_.back().fd.get();
+	pr_info("pid %u: queues paused; %u GPUs, %u BOs, %u queues/events, %llu bytes of driver state", info.pid,
+		info.num_devices, info.num_bos, info.num_objects, static_cast<unsigned long long>(info.priv_data_size));
+
+	if (info.num_devices == 0 || info.num_devices > kMaxDevices || info.num_bos > kMaxBos ||
+	    info.priv_data_size > kMaxPrivData)
+		fail(-EINVAL, "pid %u: KFD PROCESS_INFO reported implausible sizes (%u GPUs, %u BOs, %llu bytes)",
+		     info.pid, info.num_devices, info.num_bos, static_cast<unsigned long long>(info.priv_data_size));
+
+	std::vector<kfd_criu_device_bucket> devices(info.num_devices);
+	std::vector<kfd_criu_bo_bucket> bos(info.num_bos);
+	std::vector<uint8_t> priv(info.priv_data_size);
+	const int ret = kfd::criu_checkpoint(kfd_fd, info, devices, bos, priv);
+	// CHECKPOINT installs a dma-buf fd in our table for every VRAM/GTT BO: own them at once.
+	std::vector<unique_fd> dmabufs;
+	for (const auto &bo : bos)
+		if (!ret && bo.dmabuf_fd != KFD_INVALID_FD)
+			dmabufs.emplace_back(static_cast<int>(bo.dmabuf_fd));
+	if (ret)
+		fail_errno(ret, "KFD CHECKPOINT failed for pid %u", info.pid);
+
+	std::map<uint32_t, uint32_t> actual_to_user;
+	for (const auto &dev : devices) {
+		if (!local_topology().gpu(dev.actual_gpu_id))
+			fail(-EINVAL,
+			     "pid %u uses GPU 0x%04x, which criu's view of the KFD topology (%s) does not show; "
+			     "run criu where it sees the GPUs of the process",
+			     info.pid, dev.actual_gpu_id, topology_dir_.c_str());
+		actual_to_user[dev.actual_gpu_id] = dev.user_gpu_id;
+		user_gpu_ids_[dev.actual_gpu_id] = dev.user_gpu_id;
+	}
+
+	std::vector<KfdBoEntry> bo_entries(bos.size());
+	std::vector<KfdBoEntry *> bo_ptrs(bos.size());
+	for (size_t i = 0; i < bos.size(); i++) {
+		KfdBoEntry &e = bo_entries[i];
+		kfd_bo_entry__init(&e);
+		e.has_addr = e.has_size = e.has_offset = e.has_alloc_flags = e.has_gpu_id = e.has_handle = true;
+		e.addr = bos[i].addr;
+		e.size = bos[i].size;
+		e.offset = bos[i].offset;
+		e.alloc_flags = bos[i].alloc_flags;
+		e.gpu_id = bos[i].gpu_id;
+		e.handle = 0xffffffff; // no GEM handle recorded: KFD BOs are not render-node GEM objects
+		bo_ptrs[i] = &e;
+	}
+
+	save_contents(info.pid, id, devices, bos);
+
+	const HsakmtShm shm = probe_hsakmt_shm();
+
+	CriuKfd msg = CRIU_KFD__INIT;
+	const DeviceEntries entries(local_topology(), &actual_to_user);
+	entries.attach(msg);
+	msg.has_pid = msg.has_num_of_bos = msg.has_num_of_objects = true;
+	msg.pid = info.pid;
+	msg.num_of_bos = bos.size();
+	msg.n_bo_entries = bo_ptrs.size();
+	msg.bo_entries = bo_ptrs.data();
+	msg.num_of_objects = info.num_objects;
+	msg.has_shared_mem_size = msg.has_shared_mem_magic = true;
+	msg.shared_mem_size = shm.size;
+	msg.shared_mem_magic = shm.magic;
+	msg.has_priv_data = true;
+	msg.priv_data.len = priv.size();
+	msg.priv_data.data = priv.data();
+	write_criu_kfd(image_dir_, id, msg);
+
+	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+	pr_info("pid %u: saved %s (%u GPUs, %u BOs, %u queues/events) in %.1f ms", info.pid, kfd_image_name(id).c_str(),
+		entries.num_gpus(), info.num_bos, info.num_objects, ms);
+}
+
+int DumpSession::render_fd(uint32_t gpu_id)
+{
+	auto it = render_fds_.find(gpu_id);
+	if (it != render_fds_.end())
+		return it->second.get();
+	const Node *gpu = local_topology().gpu(gpu_id);
+	const std::string path = strprintf("/dev/dri/renderD%u", gpu->props.drm_render_minor);
+	unique_fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+	if (!fd)
+		fail_errno(errno, "cannot open %s to copy the memory of GPU 0x%04x", path.c_str(), gpu_id);
+	return render_fds_.emplace(gpu_id, std::move(fd)).first->second.get();
+}
+
+void DumpSession::save_contents(uint32_t pid, uint32_t id, std::span<const kfd_criu_device_bucket> devices,
+				std::span<const kfd_criu_bo_bucket> bos)
+{
+	// One pages file per GPU of the process (empty when it has no VRAM/GTT), as upstream writes
+	// them, holding that GPU's BOs in bucket order. BOs carry the id the process knows.
+	std::vector<GpuCopyJob> jobs;
+	for (const auto &dev : devices) {
+		GpuCopyJob job;
+		job.image_gpu_id = dev.user_gpu_id;
+		job.gpu_id = dev.actual_gpu_id;
+		job.numa_node = numa_node_of(local_topology(), dev.actual_gpu_id);
+		for (const auto &bo : bos) {
+			if (bo.gpu_id != dev.user_gpu_id || !(bo.alloc_flags & kContentFlags) || !bo.size)
+				continue;
+			if (bo.dmabuf_fd == KFD_INVALID_FD)
+				fail(-EINVAL, "pid %u: KFD gave no dma-buf for the %llu-byte BO at 0x%llx", pid,
+				     static_cast<unsigned long long>(bo.size),
+				     static_cast<unsigned long long>(bo.addr));
+			job.dmabuf_fds.push_back(static_cast<int>(bo.dmabuf_fd));
+			job.sizes.push_back(bo.size);
+		}
+		if (!job.sizes.empty())
+			job.render_fd = render_fd(dev.actual_gpu_id);
+		jobs.push_back(std::move(job));
+	}
+	for (const CopyStats &s :
+	     copy_bo_contents(CopyDirection::to_image, jobs, image_dir_, id, options_.max_buffer_size))
+		pr_info("pid %u: saved %s", pid, describe(s).c_str());
+}
+
+void DumpSession::dump_render_node(uint32_t id, unsigned int minor)
+{
+	const Node *gpu = nullptr;
+	for (const Node *n : local_topology().gpus())
+		if (n->props.drm_render_minor == minor)
+			gpu = n;
+	if (!gpu)
+		fail(-ENODEV, "render node renderD%u (file id %u) belongs to no GPU of the KFD topology", minor, id);
+
+	// A render file dumped before the /dev/kfd file of its process is named by its actual
+	// gpu_id; that is the id the process knows unless it was migrated before.
+	const auto user = user_gpu_ids_.find(gpu->gpu_id);
+	CriuRenderNode msg = CRIU_RENDER_NODE__INIT;
+	msg.has_gpu_id = msg.has_id = msg.has_drm_render_minor = msg.has_num_of_bos = true;
+	msg.gpu_id = user == user_gpu_ids_.end() ? gpu->gpu_id : user->second;
+	msg.id = id;
+	msg.drm_render_minor = minor;
+	msg.num_of_bos = 0;
+	write_criu_render_node(image_dir_, id, msg);
+	pr_info("saved %s: renderD%u of GPU 0x%04x", render_image_name(id).c_str(), minor, msg.gpu_id);
+}
+
+void DumpSession::finish()
+{
+	for (PausedProcess &p : paused_) {
+		if (const int ret = kfd::criu_unpause(p.fd.get()))
+			pr_err("pid %u: KFD UNPAUSE failed, its GPU queues may stay stopped: %s", p.pid,
+			       strerror(-ret));
+		else
+			pr_info("pid %u: queues resumed", p.pid);
+	}
+	paused_.clear();
+}
+
+} // namespace amdgpu

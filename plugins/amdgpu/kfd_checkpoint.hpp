@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// Checkpoint of GPU processes, in the criu process that dumps (stage DUMP).
+//
+// For each /dev/kfd file criu hands over, the process's queues are paused (PROCESS_INFO), its
+// state is taken (CHECKPOINT) and written as amdgpu-kfd-<id>.img with the topology of the GPUs the
+// process can use. The queues stay paused until the whole dump is over, so that no GPU write can
+// race criu's copy of host memory; finish() then resumes them on every path where the task lives
+// on (--leave-running, a failure here or anywhere later in criu). Render-node files become
+// amdgpu-renderD-<id>.img naming their GPU.
+#pragma once
+
+#include "kfd_ioctl.hpp"
+#include "options.hpp"
+#include "topology.hpp"
+#include "unique_fd.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace amdgpu {
+
+class DumpSession {
+public:
+	DumpSession(const Options &options, int image_dir, std::filesystem::path topology_dir,
+		    std::string kfd_path = "/dev/kfd");
+	~DumpSession();
+	DumpSession(const DumpSession &) = delete;
+	DumpSession &operator=(const DumpSession &) = delete;
+
+	void dump_kfd(int fd, uint32_t id);
+	void dump_render_node(uint32_t id, unsigned int minor);
+
+	// Resumes the queues of every process this session paused. Safe to call more than once;
+	// failures are logged (there is nobody left to return them to).
+	void finish();
+
+private:
+	struct PausedProcess {
+		unique_fd fd;	  // our dup of the task's /dev/kfd file
+		uint32_t pid = 0; // in the task's pid namespace
+	};
+
+	const Topology &local_topology();
+	void check_kfd_version();
+	int render_fd(uint32_t gpu_id);
+	void save_contents(uint32_t pid, uint32_t id, std::span<const kfd_criu_device_bucket> devices,
+			   std::span<const kfd_criu_bo_bucket> bos);
+
+	const Options &options_;
+	int image_dir_;
+	std::filesystem::path topology_dir_;
+	std::string kfd_path_;
+	std::optional<Topology> topology_;
+	std::vector<PausedProcess> paused_;
+	std::map<uint32_t, unique_fd> render_fds_; // by gpu_id, for the copy engine
+	// actual gpu_id -> the gpu_id the dumped processes know it by (they differ after a migration).
+	std::map<uint32_t, uint32_t> user_gpu_ids_;
+	bool version_checked_ = false;
+};
+
+} // namespace amdgpu

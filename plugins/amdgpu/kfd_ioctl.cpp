@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "kfd_ioctl.hpp"
+
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace amdgpu::kfd {
+
+namespace {
+
+constexpr int kMaxRetries = 200;
+
+uint64_t to_user(const void *p)
+{
+	return reinterpret_cast<uintptr_t>(p);
+}
+
+} // namespace
+
+int ioctl_retry(int fd, unsigned long request, void *arg)
+{
+	for (int i = 0;; i++) {
+		if (!ioctl(fd, request, arg))
+			return 0;
+		if ((errno != EINTR && errno != EAGAIN) || i == kMaxRetries)
+			return -errno;
+	}
+}
+
+int get_version(int fd, Version &out)
+{
+	kfd_ioctl_get_version_args args;
+	std::memset(&args, 0, sizeof(args));
+	const int ret = ioctl_retry(fd, AMDKFD_IOC_GET_VERSION, &args);
+	if (!ret)
+		out = { args.major_version, args.minor_version };
+	return ret;
+}
+
+int criu_process_info(int fd, ProcessInfo &out)
+{
+	kfd_ioctl_criu_args args;
+	std::memset(&args, 0, sizeof(args));
+	args.op = KFD_CRIU_OP_PROCESS_INFO;
+	const int ret = ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
+	if (!ret)
+		out = { args.pid, args.num_devices, args.num_bos, args.num_objects, args.priv_data_size };
+	return ret;
+}
+
+int criu_checkpoint(int fd, const ProcessInfo &info, std::span<kfd_criu_device_bucket> devices,
+		    std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv_data)
+{
+	kfd_ioctl_criu_args args;
+	std::memset(&args, 0, sizeof(args));
+	args.op = KFD_CRIU_OP_CHECKPOINT;
+	args.devices = to_user(devices.data());
+	args.num_devices = static_cast<uint32_t>(devices.size());
+	args.bos = to_user(bos.data());
+	args.num_bos = static_cast<uint32_t>(bos.size());
+	args.priv_data = to_user(priv_data.data());
+	args.priv_data_size = priv_data.size();
+	args.num_objects = info.num_objects;
+	return ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
+}
+
+int criu_unpause(int fd)
+{
+	kfd_ioctl_criu_args args;
+	std::memset(&args, 0, sizeof(args));
+	args.op = KFD_CRIU_OP_UNPAUSE;
+	return ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
+}
+
+int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
+		 std::span<uint8_t> priv_data, uint32_t num_objects)
+{
+	kfd_ioctl_criu_args args;
+	std::memset(&args, 0, sizeof(args));
+	args.op = KFD_CRIU_OP_RESTORE;
+	args.devices = to_user(devices.data());
+	args.num_devices = static_cast<uint32_t>(devices.size());
+	args.bos = to_user(bos.data());
+	args.num_bos = static_cast<uint32_t>(bos.size());
+	args.priv_data = to_user(priv_data.data());
+	args.priv_data_size = priv_data.size();
+	args.num_objects = num_objects;
+	return ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
+}
+
+int criu_resume(int fd, uint32_t pid)
+{
+	kfd_ioctl_criu_args args;
+	std::memset(&args, 0, sizeof(args));
+	args.op = KFD_CRIU_OP_RESUME;
+	args.pid = pid;
+	return ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
+}
+
+} // namespace amdgpu::kfd

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// Thin typed wrappers around the KFD ioctls the plugin uses. Each one zeroes the arguments, fills
+// the inputs, calls, copies the outputs and returns 0 or a negative errno. No policy lives here:
+// ordering, unpause-on-failure and error messages belong to the callers.
+#pragma once
+
+#include <linux/kfd_ioctl.h>
+
+#include <cstdint>
+#include <span>
+
+namespace amdgpu::kfd {
+
+// Oldest KFD ioctl interface with the CRIU ops and SDMA-accessible GTT BOs.
+inline constexpr uint32_t kMinMajor = 1;
+inline constexpr uint32_t kMinMinor = 8;
+
+struct Version {
+	uint32_t major = 0;
+	uint32_t minor = 0;
+};
+
+struct ProcessInfo {
+	uint32_t pid = 0; // in the target's own pid namespace
+	uint32_t num_devices = 0;
+	uint32_t num_bos = 0;
+	uint32_t num_objects = 0; // queues + events + SVM ranges
+	uint64_t priv_data_size = 0;
+};
+
+// ioctl() that retries while the driver asks to (EINTR, EAGAIN), with a bound so that a driver
+// stuck in EAGAIN cannot hang criu.
+int ioctl_retry(int fd, unsigned long request, void *arg);
+
+int get_version(int fd, Version &out);
+
+int criu_process_info(int fd, ProcessInfo &out);
+int criu_checkpoint(int fd, const ProcessInfo &info, std::span<kfd_criu_device_bucket> devices,
+		    std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv_data);
+int criu_unpause(int fd);
+int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
+		 std::span<uint8_t> priv_data, uint32_t num_objects);
+int criu_resume(int fd, uint32_t pid);
+
+} // namespace amdgpu::kfd

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "kfd_restore.hpp"
+
+#include "bo_transfer.hpp"
+#include "criu_api.hpp"
+#include "error.hpp"
+#include "hsakmt_shm.hpp"
+#include "image_store.hpp"
+#include "kfd_ioctl.hpp"
+#include "log.hpp"
+#include "topology_image.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+namespace amdgpu {
+
+namespace {
+
+constexpr uint32_t kContentFlags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT;
+constexpr uint32_t kRemappedFlags =
+	kContentFlags | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP;
+
+std::string_view without_double_slashes(std::string_view path)
+{
+	while (path.size() > 1 && path[0] == '/' && path[1] == '/')
+		path.remove_prefix(1);
+	return path;
+}
+
+void check_kfd_version(int fd, const std::string &path)
+{
+	kfd::Version v;
+	if (const int ret = kfd::get_version(fd, v))
+		fail_errno(ret, "KFD GET_VERSION on %s failed", path.c_str());
+	if (v.major != kfd::kMinMajor || v.minor < kfd::kMinMinor)
+		fail(-EPROTONOSUPPORT, "KFD ioctl interface %u.%u cannot restore: %u.%u or newer is needed", v.major,
+		     v.minor, kfd::kMinMajor, kfd::kMinMinor);
+}
+
+std::string describe_map(const GpuMap &map)
+{
+	std::string out;
+	for (const auto &[user, actual] : map.gpu_ids)
+		out += strprintf("%s0x%04x->0x%04x", out.empty() ? "" : ", ", user, actual);
+	return out;
+}
+
+} // namespace
+
+RestoreSession::RestoreSession(const Options &options, int image_dir, RestorePaths paths)
+    : options_(options), image_dir_(image_dir), paths_(std::move(paths)), owner_(getpid())
+{
+}
+
+const Topology &RestoreSession::local_topology()
+{
+	if (!local_)
+		local_ = parse_topology(paths_.topology_dir);
+	return *local_;
+}
+
+const GpuMap &RestoreSession::gpu_map(const CriuKfd &msg, const std::string &image)
+{
+	if (!map_) {
+		const Topology src = topology_from_image(msg, image);
+		map_ = match_gpus(src, local_topology(), options_.match);
+		pr_info("pid %u: GPU map (image -> local) %s", msg.pid, describe_map(*map_).c_str());
+	}
+	return *map_;
+}
+
+const GpuMap *RestoreSession::gpu_map_from_own_image()
+{
+	if (map_ || searched_own_image_)
+		return map_ ? &*map_ : nullptr;
+	searched_own_image_ = true;
+
+	// Our pid inside the task's namespace is the pid the dump recorded.
+	const uint32_t vpid = static_cast<uint32_t>(getpid());
+	const int dirfd = dup(image_dir_);
+	if (dirfd < 0)
+		fail_errno(errno, "cannot scan the image directory");
+	std::unique_ptr<DIR, int (*)(DIR *)> dir(fdopendir(dirfd), closedir);
+	if (!dir) {
+		close(dirfd);
+		fail_errno(errno, "cannot scan the image directory");
+	}
+	while (const dirent *de = readdir(dir.get())) {
+		unsigned int id;
+		char tail;
+		if (sscanf(de->d_name, "amdgpu-kfd-%u.im%c", &id, &tail) != 2 || kfd_image_name(id) != de->d_name)
+			continue;
+		const CriuKfdPtr msg = read_criu_kfd(image_dir_, id);
+		if (msg->pid == vpid)
+			return &gpu_map(*msg, kfd_image_name(id));
+	}
+	return nullptr;
+}
+
+int RestoreSession::fd_floor(uint32_t vpid)
+{
+	if (fd_floor_ >= 0)
+		return fd_floor_;
+	// Every fd the plugin keeps in the task must sit above the fds criu is going to install
+	// there, or criu's dup2 would silently replace it.
+	fd_floor_ = find_unused_fd_pid ? find_unused_fd_pid(static_cast<int>(vpid)) : 0;
+	if (fd_floor_ < 0)
+		fail(-EINVAL, "criu knows no task with pid %u to place render-node fds in", vpid);
+	return fd_floor_;
+}
+
+int RestoreSession::render_fd(uint32_t actual_gpu_id)
+{
+	auto it = render_fds_.find(actual_gpu_id);
+	if (it != render_fds_.end())
+		return it->second.get();
+
+	const Node *gpu = local_topology().gpu(actual_gpu_id);
+	if (!gpu)
+		fail(-ENODEV, "local GPU 0x%04x is not in the KFD topology", actual_gpu_id);
+	const std::string path = strprintf("%s/renderD%u", paths_.dri.c_str(), gpu->props.drm_render_minor);
+	unique_fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+	if (!fd)
+		fail_errno(errno, "cannot open %s for GPU 0x%04x%s", path.c_str(), actual_gpu_id,
+			   errno == EACCES ? " (is the user in the video/render group?)" : "");
+	unique_fd high(fcntl(fd.get(), F_DUPFD_CLOEXEC, fd_floor(static_cast<uint32_t>(getpid()))));
+	if (!high)
+		fail_errno(errno, "cannot move the fd of %s above the task's fds", path.c_str());
+	const int raw = high.get();
+	render_fds_.emplace(actual_gpu_id, std::move(high));
+	return raw;
+}
+
+int RestoreSession::restore_kfd(uint32_t id)
+{
+	const auto start = std::chrono::steady_clock::now();
+	const std::string image = kfd_image_name(id);
+	const CriuKfdPtr msg = read_criu_kfd(image_dir_, id);
+	fd_floor(msg->pid);
+
+	unique_fd kfd(open(paths_.kfd.c_str(), O_RDWR | O_CLOEXEC));
+	if (!kfd)
+		fail_errno(errno, "cannot open %s", paths_.kfd.c_str());
+	check_kfd_version(kfd.get(), paths_.kfd);
+
+	const GpuMap &map = gpu_map(*msg, image);
+
+	// KFD wants one bucket per GPU this task can see. GPUs the image does not use keep their
+	// own id unless the image already uses it for another GPU.
+	std::set<uint32_t> user_ids;
+	for (const auto &[user, actual] : map.gpu_ids)
+		user_ids.insert(user);
+	std::vector<kfd_criu_device_bucket> devices;
+	for (const Node *gpu : local_topology().gpus()) {
+		kfd_criu_device_bucket b = {};
+		b.actual_gpu_id = gpu->gpu_id;
+		b.user_gpu_id = 0;
+		for (const auto &[user, actual] : map.gpu_ids)
+			if (actual == gpu->gpu_id)
+				b.user_gpu_id = user;
+		if (!b.user_gpu_id) {
+			uint32_t spare = gpu->gpu_id;
+			while (user_ids.count(spare))
+				spare = spare == 1 ? kMaxGpuId : spare - 1;
+			b.user_gpu_id = spare;
+			user_ids.insert(spare);
+		}
+		b.drm_fd = static_cast<uint32_t>(render_fd(gpu->gpu_id));
+		devices.push_back(b);
+	}
+
+	std::vector<kfd_criu_bo_bucket> bos(msg->n_bo_entries);
+	for (size_t i = 0; i < bos.size(); i++) {
+		const KfdBoEntry &e = *msg->bo_entries[i];
+		if (!map.gpu_ids.count(e.gpu_id))
+			fail(-EINVAL, "%s: BO %zu at 0x%llx belongs to GPU 0x%04x, which the image's topology lacks",
+			     image.c_str(), i, static_cast<unsigned long long>(e.addr), e.gpu_id);
+		bos[i] = {};
+		bos[i].addr = e.addr;
+		bos[i].size = e.size;
+		bos[i].offset = e.offset;
+		bos[i].gpu_id = e.gpu_id;
+		bos[i].alloc_flags = e.alloc_flags;
+		bos[i].dmabuf_fd = KFD_INVALID_FD;
+	}
+	std::vector<uint8_t> priv(msg->priv_data.data, msg->priv_data.data + msg->priv_data.len);
+
+	recreate_hsakmt_shm({ msg->shared_mem_size, msg->shared_mem_magic });
+
+	const int ret = kfd::criu_restore(kfd.get(), devices, bos, priv, msg->num_of_objects);
+	std::vector<unique_fd> dmabufs;
+	for (const auto &bo : bos)
+		if (!ret && bo.dmabuf_fd != KFD_INVALID_FD)
+			dmabufs.emplace_back(static_cast<int>(bo.dmabuf_fd));
+	if (ret)
+		fail_errno(ret, "KFD RESTORE of %s failed", image.c_str());
+
+	// Contents go back before criu maps anything and long before the queues resume.
+	std::vector<GpuCopyJob> jobs;
+	for (const auto &[user, actual] : map.gpu_ids) {
+		GpuCopyJob job;
+		job.image_gpu_id = user;
+		job.gpu_id = actual;
+		job.numa_node = numa_node_of(local_topology(), actual);
+		for (const auto &bo : bos) {
+			if (bo.gpu_id != user || !(bo.alloc_flags & kContentFlags) || !bo.size)
+				continue;
+			if (bo.dmabuf_fd == KFD_INVALID_FD)
+				fail(-EINVAL, "%s: KFD gave no dma-buf for the restored BO at 0x%llx", image.c_str(),
+				     static_cast<unsigned long long>(bo.addr));
+			job.dmabuf_fds.push_back(static_cast<int>(bo.dmabuf_fd));
+			job.sizes.push_back(bo.size);
+		}
+		job.render_fd = render_fd(actual);
+		jobs.push_back(std::move(job));
+	}
+	for (const CopyStats &s :
+	     copy_bo_contents(CopyDirection::from_image, jobs, image_dir_, id, options_.max_buffer_size))
+		if (s.bytes)
+			pr_info("pid %u: restored %s", msg->pid, describe(s).c_str());
+
+	for (const auto &bo : bos) {
+		if (!(bo.alloc_flags & kRemappedFlags))
+			continue;
+		int fd = -1;
+		if (bo.alloc_flags & kContentFlags)
+			fd = render_fd(map.gpu_ids.at(bo.gpu_id));
+		vmas_.push_back({ bo.addr, bo.offset, bo.restored_offset, fd });
+	}
+
+	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+	pr_info("pid %u: restored %s (%zu GPUs, %zu BOs, %u queues/events) in %.1f ms; queues wait for resume",
+		msg->pid, image.c_str(), devices.size(), bos.size(), msg->num_of_objects, ms);
+	return kfd.release();
+}
+
+int RestoreSession::restore_render_node(uint32_t id)
+{
+	const CriuRenderNodePtr msg = read_criu_render_node(image_dir_, id);
+	uint32_t actual = 0;
+	if (const GpuMap *map = gpu_map_from_own_image()) {
+		const auto it = map->gpu_ids.find(msg->gpu_id);
+		if (it == map->gpu_ids.end())
+			fail(-EINVAL, "%s names GPU 0x%04x, which this process's kfd image does not describe",
+			     render_image_name(id).c_str(), msg->gpu_id);
+		actual = it->second;
+	} else if (local_topology().gpu(msg->gpu_id)) {
+		// A process with render nodes but no KFD state: only the same GPU ids can be trusted.
+		actual = msg->gpu_id;
+	} else {
+		fail(-ENODEV,
+		     "%s names GPU 0x%04x: this process has no KFD state to map GPUs with, and no local GPU "
+		     "has that id",
+		     render_image_name(id).c_str(), msg->gpu_id);
+	}
+	const int fd = dup(render_fd(actual));
+	if (fd < 0)
+		fail_errno(errno, "cannot duplicate the render node fd of GPU 0x%04x", actual);
+	pr_info("restored %s: GPU 0x%04x -> local 0x%04x", render_image_name(id).c_str(), msg->gpu_id, actual);
+	return fd;
+}
+
+int RestoreSession::update_vma(std::string_view path, uint64_t addr, uint64_t old_offset, uint64_t *new_offset, int *fd)
+{
+	path = without_double_slashes(path);
+	const bool is_kfd = path == paths_.kfd;
+	for (const VmaUpdate &v : vmas_) {
+		if (v.addr != addr || v.old_offset != old_offset)
+			continue;
+		*new_offset = v.new_offset;
+		*fd = -1;
+		if (!is_kfd && v.render_fd >= 0) {
+			// DRM only lets a BO be mapped through the file that owns it; criu must map this
+			// VMA through our render fd, not by reopening the path.
+			*fd = criu_takes_vma_fd_ownership() ? dup(v.render_fd) : v.render_fd;
+			if (*fd < 0)
+				fail_errno(errno, "cannot duplicate a render node fd for the mapping at 0x%llx",
+					   static_cast<unsigned long long>(addr));
+		}
+		pr_debug("mapping at 0x%llx: offset 0x%llx -> 0x%llx", static_cast<unsigned long long>(addr),
+			 static_cast<unsigned long long>(old_offset), static_cast<unsigned long long>(v.new_offset));
+		return 1;
+	}
+	return 0;
+}
+
+int resume_gpu_process(int pid, const std::string &kfd_path)
+{
+	unique_fd fd(open(kfd_path.c_str(), O_RDWR | O_CLOEXEC));
+	if (!fd) {
+		// No KFD on this node: nothing can have been restored onto it.
+		if (errno == ENOENT)
+			return -ENOTSUP;
+		fail_errno(errno, "cannot open %s to resume pid %d", kfd_path.c_str(), pid);
+	}
+	const int ret = kfd::criu_resume(fd.get(), static_cast<uint32_t>(pid));
+	if (ret == -ESRCH)
+		return -ENOTSUP; // the task has no KFD state: not a GPU process
+	if (ret)
+		fail_errno(ret, "KFD RESUME of pid %d failed: its GPU queues stay stopped", pid);
+	pr_info("pid %d: GPU queues resumed", pid);
+	return 0;
+}
+
+} // namespace amdgpu
