@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * What the two end-to-end workloads share: the command line, the content
+ * pattern, the state and result files, the /proc/self/maps view, guarded
+ * memory reads, the heartbeat check and the signal loop. The contract they
+ * implement for the scenarios is test/e2e/README.md.
+ */
+#ifndef E2E_WORKLOAD_H
+#define E2E_WORKLOAD_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define WL_MAX_GPUS 16
+#define WL_PAGE	    4096ULL
+
+/* Exit codes of the contract. */
+#define WL_EXIT_OK    0 /* SIGTERM/SIGINT after a clean run */
+#define WL_EXIT_SETUP 1 /* the GPU state could not be built */
+#define WL_EXIT_USAGE 2
+#define WL_EXIT_SKIP  77 /* no KFD, or fewer GPUs than asked for */
+
+#define WL_DEFAULT_VRAM_MB	 8
+#define WL_DEFAULT_BO_MB	 2
+#define WL_DEFAULT_HB_TIMEOUT_MS 2000
+
+struct wl_opts {
+	unsigned int gpus;	    /* 0: every GPU node */
+	unsigned int vram_mb;	    /* per GPU */
+	unsigned int bo_mb;	    /* largest content BO */
+	unsigned int hb_timeout_ms; /* how long a queue may look stalled */
+	const char *state;	    /* state file; results go to <state>.verify/.heartbeat */
+};
+
+/* parse the common options; exits with WL_EXIT_USAGE on a bad command line */
+void wl_parse_opts(int argc, char **argv, struct wl_opts *o);
+
+extern const char *wl_prog;
+
+/* messages: setup errors to stderr with the program name */
+void wl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void wl_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- sysfs topology ---------------------------------------------------- */
+
+struct wl_gpu_node {
+	unsigned int node; /* topology node index == hsaKmt NodeId */
+	uint32_t gpu_id;
+	unsigned int render_minor;
+	uint32_t simd_count, simd_per_cu, array_count, simd_arrays_per_engine;
+	uint32_t gfx_target_version;
+};
+
+#define WL_TOPOLOGY "/sys/class/kfd/kfd/topology/nodes"
+
+/* GPU nodes in node order; returns their number, or -errno; *n_nodes = all nodes */
+int wl_gpu_nodes(struct wl_gpu_node *out, unsigned int max, unsigned int *n_nodes);
+
+/* ---- content pattern ----------------------------------------------------- */
+
+/* The 64-bit word at byte offset @off of content BO @bo. */
+uint64_t wl_pattern(uint64_t seed, uint32_t bo, uint64_t off);
+void wl_fill(void *p, uint64_t size, uint64_t seed, uint32_t bo);
+
+/* ---- verification report ------------------------------------------------ */
+
+struct wl_report {
+	unsigned int failures;
+	unsigned int checks;
+	char first[512]; /* the first failure, for the VERIFY FAIL line */
+	char *log;	 /* every failure, one per line */
+	size_t log_len, log_cap;
+};
+
+void wl_report_init(struct wl_report *r);
+void wl_report_free(struct wl_report *r);
+void wl_fail(struct wl_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void wl_pass(struct wl_report *r);
+
+/*
+ * Compare @size bytes at @p against the pattern of BO @bo; records a failure
+ * named @what with the first mismatch and the number of bad words. Reads are
+ * guarded: a fault is a failure, not a crash. Returns true when all match.
+ */
+bool wl_check_pattern(struct wl_report *r, const char *what, const void *p, uint64_t size, uint64_t seed, uint32_t bo);
+
+/* Read one u64 through a guard; false (and a failure) if the access faults. */
+bool wl_probe_read(struct wl_report *r, const char *what, const volatile void *p, uint64_t *val);
+
+/* Install the SIGSEGV/SIGBUS handler the guarded reads need. */
+void wl_guard_init(void);
+
+/* ---- /proc/self/maps ------------------------------------------------------ */
+
+struct wl_vma {
+	uint64_t start, end, offset;
+	char perms[5];
+	char path[256];
+};
+
+/* The mapping that contains @addr; false if none. */
+bool wl_find_vma(uint64_t addr, struct wl_vma *v);
+
+enum wl_backing {
+	WL_BACK_RENDER, /* /dev/dri/renderD* */
+	WL_BACK_KFD,	/* /dev/kfd */
+	WL_BACK_ANON,	/* anonymous memory */
+};
+
+/* The file offset that address @va of mapping @v maps. */
+static inline uint64_t wl_vma_offset(const struct wl_vma *v, uint64_t va)
+{
+	return v->offset + (va - v->start);
+}
+
+/* The minor of the render node @v maps, or -1. */
+int wl_vma_render_minor(const struct wl_vma *v);
+
+/*
+ * Check that [va, va + size) lies in one mapping with the given backing and
+ * permissions (e.g. "rw-s", or alternatives: "rw-p|rwxp"); that mapping goes
+ * to *vma if not NULL.
+ */
+bool wl_check_mapping(struct wl_report *r, const char *what, uint64_t va, uint64_t size, enum wl_backing backing,
+		      const char *perms, struct wl_vma *vma);
+
+/*
+ * Map @size bytes of render-node BO memory at mmap offset @offset read-write
+ * (MAP_SHARED) somewhere, through the render file @fd, or if @fd < 0 (or it
+ * refuses) through any open file of the same render node. NULL on failure,
+ * with errno of the last attempt.
+ */
+void *wl_map_render(int fd, unsigned int render_minor, uint64_t offset, uint64_t size);
+
+/* ---- state and result files ----------------------------------------------- */
+
+/* A temporary file next to @path; commit renames it into place atomically. */
+FILE *wl_state_begin(const char *path, char *tmp, size_t tmplen);
+int wl_state_commit(FILE *f, const char *tmp, const char *path);
+
+/* Write "<line>\n[details]" to <state><suffix> atomically and to stdout. */
+void wl_publish(const char *state, const char *suffix, const char *line, const char *details);
+
+/* ---- queues --------------------------------------------------------------- */
+
+struct wl_heartbeat {
+	const char *name; /* e.g. "queue 0 (gpu 0xc1e6)" */
+	const volatile uint64_t *rptr;
+};
+
+/* Wait until each read pointer advanced at least twice, within @timeout_ms. */
+void wl_check_heartbeats(struct wl_report *r, const struct wl_heartbeat *hb, unsigned int n, unsigned int timeout_ms);
+
+/* ---- the main loop ---------------------------------------------------------- */
+
+struct wl_ops {
+	void (*verify)(void *ctx, struct wl_report *r);
+	void (*heartbeat)(void *ctx, struct wl_report *r);
+	void (*teardown)(void *ctx);
+};
+
+/* Block the contract's signals; call before building any state. */
+void wl_signals_block(void);
+
+/*
+ * Print READY and serve SIGUSR1 (verify), SIGUSR2 (heartbeat) until SIGTERM
+ * or SIGINT; returns the exit code.
+ */
+int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx);
+
+static inline uint64_t wl_align(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+#endif /* E2E_WORKLOAD_H */

@@ -1,0 +1,768 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The parts of the end-to-end workloads that do not depend on how GPU memory
+ * is obtained (raw KFD ioctls or libhsakmt). See workload.h and README.md.
+ */
+#include "workload.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DRM_MAJOR 226
+
+const char *wl_prog = "workload";
+
+void wl_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", wl_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void wl_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+/* ---- command line -------------------------------------------------------- */
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: %s --state FILE [--gpus N] [--vram-mb M] [--bo-mb B] [--hb-timeout-ms T]\n"
+		"  --state FILE       state file written once set up; results in FILE.verify, FILE.heartbeat\n"
+		"  --gpus N           use the first N GPU nodes of the topology (default: all)\n"
+		"  --vram-mb M        VRAM per GPU in content BOs (default %d)\n"
+		"  --bo-mb B          largest content BO (default %d)\n"
+		"  --hb-timeout-ms T  how long a queue's heartbeat may stall (default %d)\n"
+		"signals: SIGUSR1 verify, SIGUSR2 heartbeat check, SIGTERM/SIGINT exit\n",
+		wl_prog, WL_DEFAULT_VRAM_MB, WL_DEFAULT_BO_MB, WL_DEFAULT_HB_TIMEOUT_MS);
+}
+
+static unsigned int parse_uint(const char *opt, const char *s, unsigned int min, unsigned int max)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || v < min || v > max) {
+		wl_err("%s: '%s' is not a number in %u..%u", opt, s, min, max);
+		exit(WL_EXIT_USAGE);
+	}
+	return (unsigned int)v;
+}
+
+void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "gpus", required_argument, NULL, 'g' },
+		{ "vram-mb", required_argument, NULL, 'm' },
+		{ "bo-mb", required_argument, NULL, 'b' },
+		{ "state", required_argument, NULL, 's' },
+		{ "hb-timeout-ms", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *slash = strrchr(argv[0], '/');
+	int c;
+
+	wl_prog = slash ? slash + 1 : argv[0];
+	/* stdout is a log file under the scenarios: keep it line by line */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	*o = (struct wl_opts) {
+		.vram_mb = WL_DEFAULT_VRAM_MB,
+		.bo_mb = WL_DEFAULT_BO_MB,
+		.hb_timeout_ms = WL_DEFAULT_HB_TIMEOUT_MS,
+	};
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'g':
+			o->gpus = parse_uint("--gpus", optarg, 1, WL_MAX_GPUS);
+			break;
+		case 'm':
+			o->vram_mb = parse_uint("--vram-mb", optarg, 1, 1 << 20);
+			break;
+		case 'b':
+			o->bo_mb = parse_uint("--bo-mb", optarg, 1, 1 << 20);
+			break;
+		case 's':
+			o->state = optarg;
+			break;
+		case 't':
+			o->hb_timeout_ms = parse_uint("--hb-timeout-ms", optarg, 10, 600000);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(WL_EXIT_OK);
+		default:
+			usage(stderr);
+			exit(WL_EXIT_USAGE);
+		}
+	}
+	if (optind != argc || !o->state || !*o->state) {
+		usage(stderr);
+		exit(WL_EXIT_USAGE);
+	}
+}
+
+/* ---- sysfs topology ------------------------------------------------------- */
+
+static int read_text(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return (int)n;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return 0;
+}
+
+/* The value of "key value" line @key in a properties file, 0 if absent. */
+static uint64_t prop_value(const char *props, const char *key)
+{
+	size_t klen = strlen(key);
+	const char *line = props;
+
+	while (line && *line) {
+		if (!strncmp(line, key, klen) && line[klen] == ' ')
+			return strtoull(line + klen + 1, NULL, 10);
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return 0;
+}
+
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+
+	return (x > y) - (x < y);
+}
+
+int wl_gpu_nodes(struct wl_gpu_node *out, unsigned int max, unsigned int *n_nodes)
+{
+	unsigned int nodes[256], n = 0, i, n_gpus = 0;
+	char path[512], buf[8192];
+	struct dirent *de;
+	DIR *dir;
+
+	dir = opendir(WL_TOPOLOGY);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir)) && n < 256) {
+		char *end;
+		unsigned long v = strtoul(de->d_name, &end, 10);
+
+		if (de->d_name[0] >= '0' && de->d_name[0] <= '9' && !*end)
+			nodes[n++] = (unsigned int)v;
+	}
+	closedir(dir);
+	qsort(nodes, n, sizeof(nodes[0]), cmp_uint);
+	*n_nodes = n;
+
+	for (i = 0; i < n && n_gpus < max; i++) {
+		struct wl_gpu_node *g = &out[n_gpus];
+		unsigned long gpu_id;
+
+		snprintf(path, sizeof(path), WL_TOPOLOGY "/%u/gpu_id", nodes[i]);
+		if (read_text(path, buf, sizeof(buf)))
+			continue;
+		gpu_id = strtoul(buf, NULL, 10);
+		if (!gpu_id)
+			continue;
+		snprintf(path, sizeof(path), WL_TOPOLOGY "/%u/properties", nodes[i]);
+		if (read_text(path, buf, sizeof(buf)))
+			continue;
+		g->node = nodes[i];
+		g->gpu_id = (uint32_t)gpu_id;
+		g->render_minor = (unsigned int)prop_value(buf, "drm_render_minor");
+		g->simd_count = (uint32_t)prop_value(buf, "simd_count");
+		g->simd_per_cu = (uint32_t)prop_value(buf, "simd_per_cu");
+		g->array_count = (uint32_t)prop_value(buf, "array_count");
+		g->simd_arrays_per_engine = (uint32_t)prop_value(buf, "simd_arrays_per_engine");
+		g->gfx_target_version = (uint32_t)prop_value(buf, "gfx_target_version");
+		n_gpus++;
+	}
+	return (int)n_gpus;
+}
+
+/* ---- content pattern -------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+uint64_t wl_pattern(uint64_t seed, uint32_t bo, uint64_t off)
+{
+	return mix64(seed ^ ((uint64_t)bo << 44) ^ off);
+}
+
+void wl_fill(void *p, uint64_t size, uint64_t seed, uint32_t bo)
+{
+	uint64_t *w = p, i;
+
+	for (i = 0; i < size / 8; i++)
+		w[i] = wl_pattern(seed, bo, i * 8);
+}
+
+/* ---- report --------------------------------------------------------------- */
+
+void wl_report_init(struct wl_report *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void wl_report_free(struct wl_report *r)
+{
+	free(r->log);
+	r->log = NULL;
+}
+
+void wl_pass(struct wl_report *r)
+{
+	r->checks++;
+}
+
+void wl_fail(struct wl_report *r, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	size_t len;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+
+	r->checks++;
+	if (!r->failures++)
+		snprintf(r->first, sizeof(r->first), "%s", line);
+	len = strlen(line);
+	if (r->log_len + len + 2 > r->log_cap) {
+		size_t cap = (r->log_cap ? r->log_cap * 2 : 4096) + len + 2;
+		char *n = realloc(r->log, cap);
+
+		if (!n)
+			return;
+		r->log = n;
+		r->log_cap = cap;
+	}
+	memcpy(r->log + r->log_len, line, len);
+	r->log_len += len;
+	r->log[r->log_len++] = '\n';
+	r->log[r->log_len] = '\0';
+}
+
+/* ---- guarded reads ----------------------------------------------------------- */
+
+static sigjmp_buf guard_env;
+static volatile sig_atomic_t guard_active;
+static volatile sig_atomic_t guard_signal;
+
+static void guard_handler(int sig)
+{
+	if (guard_active) {
+		guard_active = 0;
+		guard_signal = sig;
+		siglongjmp(guard_env, 1);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void wl_guard_init(void)
+{
+	struct sigaction sa = { .sa_handler = guard_handler };
+
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_NODEFER;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+/* Run @fn(@arg); 0, or the signal that a memory fault in it raised. */
+static int guarded(void (*fn)(void *), void *arg)
+{
+	if (sigsetjmp(guard_env, 1))
+		return guard_signal;
+	guard_active = 1;
+	fn(arg);
+	guard_active = 0;
+	return 0;
+}
+
+struct scan {
+	const uint64_t *p;
+	uint64_t nwords, seed;
+	uint32_t bo;
+	uint64_t pos; /* byte offset reached, for a fault report */
+	uint64_t bad, first, expected, actual;
+};
+
+static void scan_words(void *arg)
+{
+	struct scan *s = arg;
+	uint64_t i;
+
+	for (i = 0; i < s->nwords; i++) {
+		uint64_t want, have;
+
+		if (!(i & 511))
+			*(volatile uint64_t *)&s->pos = i * 8;
+		have = ((const volatile uint64_t *)s->p)[i];
+		want = wl_pattern(s->seed, s->bo, i * 8);
+		if (have != want && !s->bad++) {
+			s->first = i * 8;
+			s->expected = want;
+			s->actual = have;
+		}
+	}
+}
+
+bool wl_check_pattern(struct wl_report *r, const char *what, const void *p, uint64_t size, uint64_t seed, uint32_t bo)
+{
+	struct scan s = { .p = p, .nwords = size / 8, .seed = seed, .bo = bo };
+	int sig;
+
+	sig = guarded(scan_words, &s);
+	if (sig) {
+		wl_fail(r, "%s: reading offset 0x%" PRIx64 " at %p raises %s", what, s.pos,
+			(const void *)((const char *)p + s.pos), strsignal(sig));
+		return false;
+	}
+	if (s.bad) {
+		wl_fail(r,
+			"%s: %" PRIu64 " of %" PRIu64 " words differ, first at offset 0x%" PRIx64
+			": expected 0x%016" PRIx64 ", actual 0x%016" PRIx64,
+			what, s.bad, s.nwords, s.first, s.expected, s.actual);
+		return false;
+	}
+	wl_pass(r);
+	return true;
+}
+
+struct probe {
+	const volatile uint64_t *p;
+	uint64_t val;
+};
+
+static void probe_word(void *arg)
+{
+	struct probe *pr = arg;
+
+	pr->val = *pr->p;
+}
+
+bool wl_probe_read(struct wl_report *r, const char *what, const volatile void *p, uint64_t *val)
+{
+	struct probe pr = { .p = p };
+	int sig;
+
+	sig = guarded(probe_word, &pr);
+	if (sig) {
+		wl_fail(r, "%s: reading %p raises %s", what, (const void *)p, strsignal(sig));
+		return false;
+	}
+	if (val)
+		*val = pr.val;
+	return true;
+}
+
+/* ---- /proc/self/maps -------------------------------------------------------- */
+
+bool wl_find_vma(uint64_t addr, struct wl_vma *v)
+{
+	char line[1024];
+	bool found = false;
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		int path_at = 0;
+		char perms[5];
+
+		if (sscanf(line, "%llx-%llx %4s %llx %*x:%*x %*u %n", &start, &end, perms, &off, &path_at) < 4)
+			continue;
+		if (addr < start || addr >= end)
+			continue;
+		v->start = start;
+		v->end = end;
+		v->offset = off;
+		memcpy(v->perms, perms, sizeof(v->perms));
+		v->path[0] = '\0';
+		if (path_at > 0) {
+			snprintf(v->path, sizeof(v->path), "%s", line + path_at);
+			v->path[strcspn(v->path, "\n")] = '\0';
+		}
+		found = true;
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+static const char *backing_name(enum wl_backing b)
+{
+	switch (b) {
+	case WL_BACK_RENDER:
+		return "/dev/dri/renderD*";
+	case WL_BACK_KFD:
+		return "/dev/kfd";
+	default:
+		return "anonymous memory";
+	}
+}
+
+/* @want is one permission string, or several separated by '|' */
+static bool perms_match(const char *have, const char *want)
+{
+	size_t len = strlen(have);
+
+	while (*want) {
+		if (!strncmp(want, have, len) && (want[len] == '|' || !want[len]))
+			return true;
+		want = strchr(want, '|');
+		if (!want)
+			break;
+		want++;
+	}
+	return false;
+}
+
+int wl_vma_render_minor(const struct wl_vma *v)
+{
+	unsigned int minor;
+
+	if (sscanf(v->path, "/dev/dri/renderD%u", &minor) != 1)
+		return -1;
+	return (int)minor;
+}
+
+bool wl_check_mapping(struct wl_report *r, const char *what, uint64_t va, uint64_t size, enum wl_backing backing,
+		      const char *perms, struct wl_vma *vma)
+{
+	struct wl_vma v;
+	bool ok;
+
+	if (!wl_find_vma(va, &v)) {
+		wl_fail(r, "%s: nothing is mapped at 0x%" PRIx64 " (expected %s, %s)", what, va, backing_name(backing),
+			perms);
+		return false;
+	}
+	if (v.end < va + size) {
+		wl_fail(r,
+			"%s: the mapping at 0x%" PRIx64 " ends at 0x%" PRIx64 ", expected it to cover 0x%" PRIx64
+			" bytes to 0x%" PRIx64,
+			what, va, v.end, size, va + size);
+		return false;
+	}
+	switch (backing) {
+	case WL_BACK_RENDER:
+		ok = !strncmp(v.path, "/dev/dri/renderD", 16);
+		break;
+	case WL_BACK_KFD:
+		ok = !strcmp(v.path, "/dev/kfd");
+		break;
+	default:
+		ok = !v.path[0] || v.path[0] == '[';
+		break;
+	}
+	if (!ok) {
+		wl_fail(r, "%s: the mapping at 0x%" PRIx64 " is '%s', expected %s", what, va,
+			v.path[0] ? v.path : "anonymous", backing_name(backing));
+		return false;
+	}
+	if (!perms_match(v.perms, perms)) {
+		wl_fail(r, "%s: the mapping at 0x%" PRIx64 " has permissions %s, expected %s", what, va, v.perms,
+			perms);
+		return false;
+	}
+	if (vma)
+		*vma = v;
+	wl_pass(r);
+	return true;
+}
+
+static void *try_map(int fd, uint64_t offset, uint64_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)offset);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void *wl_map_render(int fd, unsigned int render_minor, uint64_t offset, uint64_t size)
+{
+	dev_t want = makedev(DRM_MAJOR, render_minor);
+	int saved = 0;
+	struct dirent *de;
+	void *p;
+	DIR *dir;
+
+	if (fd >= 0) {
+		p = try_map(fd, offset, size);
+		if (p)
+			return p;
+		saved = errno;
+	}
+	/*
+	 * DRM lets only files that were given access to a BO map it; the one
+	 * KFD acquired the GPU VM with is among the process' own files.
+	 */
+	dir = opendir("/proc/self/fd");
+	if (!dir) {
+		errno = saved ? saved : errno;
+		return NULL;
+	}
+	while ((de = readdir(dir))) {
+		struct stat st;
+		int other = atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || other == fd || other == dirfd(dir))
+			continue;
+		if (fstat(other, &st) || !S_ISCHR(st.st_mode) || st.st_rdev != want)
+			continue;
+		p = try_map(other, offset, size);
+		if (p) {
+			closedir(dir);
+			return p;
+		}
+		saved = errno;
+	}
+	closedir(dir);
+	errno = saved ? saved : ENOENT;
+	return NULL;
+}
+
+/* ---- state and result files ------------------------------------------------ */
+
+FILE *wl_state_begin(const char *path, char *tmp, size_t tmplen)
+{
+	snprintf(tmp, tmplen, "%s.tmp.%d", path, (int)getpid());
+	return fopen(tmp, "we");
+}
+
+int wl_state_commit(FILE *f, const char *tmp, const char *path)
+{
+	int ret = 0;
+
+	if (fflush(f) || fsync(fileno(f)))
+		ret = -errno;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+void wl_publish(const char *state, const char *suffix, const char *line, const char *details)
+{
+	char path[4096], tmp[4200];
+	FILE *f;
+	int ret;
+
+	printf("%s\n", line);
+	if (details && *details)
+		printf("%s", details);
+	fflush(stdout);
+
+	snprintf(path, sizeof(path), "%s%s", state, suffix);
+	f = wl_state_begin(path, tmp, sizeof(tmp));
+	if (!f) {
+		wl_err("cannot create '%s': %s", tmp, strerror(errno));
+		return;
+	}
+	fprintf(f, "%s\n%s", line, details ? details : "");
+	ret = wl_state_commit(f, tmp, path);
+	if (ret)
+		wl_err("cannot write '%s': %s", path, strerror(-ret));
+}
+
+/* ---- heartbeat ------------------------------------------------------------- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void wl_check_heartbeats(struct wl_report *r, const struct wl_heartbeat *hb, unsigned int n, unsigned int timeout_ms)
+{
+	uint64_t start[WL_MAX_GPUS * 4], last[WL_MAX_GPUS * 4], t0, waited;
+	bool readable[WL_MAX_GPUS * 4], pending;
+	unsigned int i;
+
+	if (n > WL_MAX_GPUS * 4)
+		n = WL_MAX_GPUS * 4;
+	for (i = 0; i < n; i++)
+		readable[i] = wl_probe_read(r, hb[i].name, hb[i].rptr, &start[i]);
+
+	t0 = now_ms();
+	do {
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		pending = false;
+		for (i = 0; i < n; i++) {
+			if (!readable[i])
+				continue;
+			last[i] = *hb[i].rptr;
+			/* two beats: one could have been in flight when we looked */
+			if (last[i] - start[i] < 2)
+				pending = true;
+		}
+		waited = now_ms() - t0;
+	} while (pending && waited < timeout_ms);
+
+	for (i = 0; i < n; i++) {
+		if (!readable[i])
+			continue;
+		if (last[i] - start[i] >= 2)
+			wl_pass(r);
+		else
+			wl_fail(r,
+				"%s: heartbeat stalled: read pointer 0x%" PRIx64 " went from %" PRIu64 " to %" PRIu64
+				" in %" PRIu64 " ms, expected at least 2 beats",
+				hb[i].name, (uint64_t)(uintptr_t)hb[i].rptr, start[i], last[i], waited);
+	}
+}
+
+/* ---- the main loop ------------------------------------------------------------ */
+
+static volatile sig_atomic_t got_usr1, got_usr2, got_term;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		got_usr1 = 1;
+	else if (sig == SIGUSR2)
+		got_usr2 = 1;
+	else
+		got_term = 1;
+}
+
+static sigset_t contract_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	return set;
+}
+
+void wl_signals_block(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t set = contract_signals();
+
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	wl_guard_init();
+}
+
+static void run_check(const struct wl_opts *o, void (*fn)(void *, struct wl_report *), void *ctx, const char *name,
+		      const char *suffix)
+{
+	struct wl_report r;
+	char line[700];
+
+	wl_report_init(&r);
+	fn(ctx, &r);
+	if (r.failures)
+		snprintf(line, sizeof(line), "%s FAIL: %s", name, r.first);
+	else
+		snprintf(line, sizeof(line), "%s OK", name);
+	/* the first line decides; every failure follows for the log */
+	wl_publish(o->state, suffix, line, r.failures > 1 ? r.log : NULL);
+	if (!r.failures)
+		wl_info("%s: %u checks passed", name, r.checks);
+	else
+		wl_info("%s: %u of %u checks failed", name, r.failures, r.checks);
+	wl_report_free(&r);
+}
+
+int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
+{
+	sigset_t wait_mask;
+
+	sigprocmask(SIG_BLOCK, NULL, &wait_mask);
+	sigdelset(&wait_mask, SIGUSR1);
+	sigdelset(&wait_mask, SIGUSR2);
+	sigdelset(&wait_mask, SIGTERM);
+	sigdelset(&wait_mask, SIGINT);
+
+	printf("READY %d\n", (int)getpid());
+	fflush(stdout);
+
+	for (;;) {
+		/* criu may interrupt this at any time; it just comes back here */
+		while (!got_usr1 && !got_usr2 && !got_term)
+			sigsuspend(&wait_mask);
+		if (got_term)
+			break;
+		if (got_usr1) {
+			got_usr1 = 0;
+			run_check(o, ops->verify, ctx, "VERIFY", ".verify");
+		}
+		if (got_usr2) {
+			got_usr2 = 0;
+			run_check(o, ops->heartbeat, ctx, "HEARTBEAT", ".heartbeat");
+		}
+	}
+	printf("EXIT\n");
+	fflush(stdout);
+	if (ops->teardown)
+		ops->teardown(ctx);
+	return WL_EXIT_OK;
+}
