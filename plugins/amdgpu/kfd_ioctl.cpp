@@ -12,9 +12,12 @@ namespace {
 
 constexpr int kMaxRetries = 200;
 
-uint64_t to_user(const void *p)
+// CHECKPOINT refuses a NULL array even when its count is 0, so empty arrays point here.
+uint8_t empty_array[8];
+
+template <typename T> uint64_t to_user(std::span<T> array)
 {
-	return reinterpret_cast<uintptr_t>(p);
+	return reinterpret_cast<uintptr_t>(array.empty() ? static_cast<void *>(empty_array) : array.data());
 }
 
 } // namespace
@@ -56,11 +59,11 @@ int criu_checkpoint(int fd, const ProcessInfo &info, std::span<kfd_criu_device_b
 	kfd_ioctl_criu_args args;
 	std::memset(&args, 0, sizeof(args));
 	args.op = KFD_CRIU_OP_CHECKPOINT;
-	args.devices = to_user(devices.data());
+	args.devices = to_user(devices);
 	args.num_devices = static_cast<uint32_t>(devices.size());
-	args.bos = to_user(bos.data());
+	args.bos = to_user(bos);
 	args.num_bos = static_cast<uint32_t>(bos.size());
-	args.priv_data = to_user(priv_data.data());
+	args.priv_data = to_user(priv_data);
 	args.priv_data_size = priv_data.size();
 	args.num_objects = info.num_objects;
 	return ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
@@ -80,11 +83,11 @@ int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kf
 	kfd_ioctl_criu_args args;
 	std::memset(&args, 0, sizeof(args));
 	args.op = KFD_CRIU_OP_RESTORE;
-	args.devices = to_user(devices.data());
+	args.devices = to_user(devices);
 	args.num_devices = static_cast<uint32_t>(devices.size());
-	args.bos = to_user(bos.data());
+	args.bos = to_user(bos);
 	args.num_bos = static_cast<uint32_t>(bos.size());
-	args.priv_data = to_user(priv_data.data());
+	args.priv_data = to_user(priv_data);
 	args.priv_data_size = priv_data.size();
 	args.num_objects = num_objects;
 	return ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
