@@ -141,6 +141,11 @@ struct emu_gpu {
 	struct page *mmio_page;		/* the HDP flush page */
 	atomic_t sdma_used;
 	atomic_t sdma_xgmi_used;
+	/* the SDMA engine behind the render node's DMA rings */
+	struct workqueue_struct *sdma_wq;
+	atomic_t reset_counter;		/* "GPU resets": one per SDMA fault */
+	atomic64_t sdma_bytes;		/* copied or filled, for debugfs */
+	atomic64_t gtt_used;
 };
 
 struct emu_device {
@@ -150,6 +155,8 @@ struct emu_device {
 	unsigned int heartbeat_ms;
 	struct workqueue_struct *wq;
 };
+
+extern unsigned int emu_sdma_mbps;
 
 extern struct emu_device emu;
 
@@ -164,9 +171,21 @@ struct emu_bo {
 	struct page **pages;		/* VRAM/GTT backing, or pinned userptr */
 	unsigned long npages;
 	bool vram_accounted;
+	bool gtt_accounted;
+	u64 gem_flags;			/* AMDGPU_GEM_CREATE_* of GEM_CREATE BOs */
+	u32 domains;			/* AMDGPU_GEM_DOMAIN_* asked for */
+	u64 alignment;
+	atomic_t busy;			/* CS jobs in flight listing this BO */
+	/* GEM_METADATA, under vmap_lock */
+	u64 md_flags;
+	u64 md_tiling;
+	u32 md_size;
+	void *md;
 	/* USERPTR */
 	u64 user_addr;
-	bool user_pinned;
+	bool user_pinned;		/* pages valid; set with release semantics */
+	bool user_readonly;
+	struct mm_struct *user_mm;	/* GEM_USERPTR: the creator's mm (grabbed) */
 	/* kernel mapping, refcounted */
 	struct mutex vmap_lock;
 	void *vaddr;
@@ -185,12 +204,12 @@ struct emu_va_mapping {
 	u64 __subtree_last;
 	struct emu_bo *bo;		/* holds a GEM reference */
 	u64 bo_offset;
-	u32 flags;
+	u32 flags;			/* AMDGPU_VM_PAGE_* */
 };
 
 /*
  * One GPU VM per open render-node file, as in amdgpu: KFD's MAP_MEMORY_TO_GPU
- * and (later) GEM_VA both edit it.
+ * and GEM_VA both edit it, the SDMA engine translates through it.
  */
 struct emu_vm {
 	struct mutex lock;
@@ -199,8 +218,45 @@ struct emu_vm {
 	void *kfd_owner;		/* emu_process that acquired it */
 };
 
+/* amdgpu's VA layout for a 48-bit GPU VM (AMDGPU_VA_RESERVED_SIZE, GMC hole) */
+#define EMU_VA_RESERVED_SIZE	(2ULL << 20)
+#define EMU_VM_SIZE		(1ULL << 48)
+#define EMU_GMC_HOLE_START	0x0000800000000000ULL
+#define EMU_GMC_HOLE_END	0xffff800000000000ULL
+#define EMU_GMC_HOLE_MASK	0x0000ffffffffffffULL
+
+/* The DMA IP as the CS layer shows it: two rings per context. */
+#define EMU_SDMA_RINGS		2
+#define EMU_SCHED_JOBS		32	/* amdgpu_sched_jobs: fences per ring */
+
+struct emu_ctx {
+	struct kref ref;
+	u32 id;
+	spinlock_t lock;		/* the sequence state below */
+	wait_queue_head_t wq;		/* fences signalled */
+	bool guilty;
+	int reset_counter;		/* device resets seen at creation */
+	int reset_counter_query;	/* ... at the last QUERY_STATE */
+	u64 next_seq[EMU_SDMA_RINGS];	/* per ring, from 1 */
+	u64 signaled[EMU_SDMA_RINGS];
+	u64 bad_seq[EMU_SDMA_RINGS];	/* the faulting job (-ETIME) */
+	u64 cancel_from[EMU_SDMA_RINGS];	/* skipped from here (-ECANCELED) */
+};
+
+struct emu_bo_list {
+	struct kref ref;
+	unsigned int n;
+	struct emu_bo *bos[];		/* GEM references */
+};
+
+/* Per open render-node file: its VM, contexts and BO lists. */
 struct emu_drm_file {
+	struct kref ref;		/* the file and every job in flight */
+	struct emu_gpu *gpu;
 	struct emu_vm vm;
+	struct mutex lock;		/* the idrs */
+	struct idr ctxs;
+	struct idr bo_lists;
 };
 
 int emu_drm_init(void);
@@ -213,8 +269,44 @@ void emu_drm_release_placeholders(void);
 struct emu_vm *emu_vm_from_file(struct file *filp, struct drm_file **drm_priv);
 int emu_vm_map(struct emu_vm *vm, struct emu_bo *bo, u64 va, u64 bo_offset,
 	       u64 size, u32 flags);
-int emu_vm_unmap_bo(struct emu_vm *vm, struct emu_bo *bo);
+int emu_vm_unmap_at(struct emu_vm *vm, struct emu_bo *bo, u64 va);
+void emu_vm_clear(struct emu_vm *vm, u64 va, u64 size);
 bool emu_vm_bo_is_mapped(struct emu_vm *vm, struct emu_bo *bo);
+
+/* a stretch of one BO behind a GPU VA range, with a GEM reference */
+struct emu_vm_seg {
+	struct emu_bo *bo;
+	u64 offset;			/* in the BO */
+	u64 len;			/* bytes left in this mapping */
+};
+
+int emu_vm_resolve(struct emu_vm *vm, u64 va, bool write, struct emu_vm_seg *seg);
+void emu_drm_file_put(struct emu_drm_file *ef);
+void emu_ctx_put(struct emu_ctx *ctx);
+struct emu_ctx *emu_ctx_get(struct emu_drm_file *ef, u32 id);
+void emu_bo_list_put(struct emu_bo_list *list);
+int emu_bo_list_from_user(struct drm_file *file, u64 ptr, u32 n, u32 entry_size,
+			  struct emu_bo_list **out);
+struct emu_bo_list *emu_bo_list_lookup(struct emu_drm_file *ef, u32 handle);
+bool emu_bo_has_pages(struct emu_bo *bo);
+struct emu_bo *emu_bo_create_userptr(struct emu_gpu *gpu, u64 addr, u64 size,
+				     bool readonly);
+int emu_bo_pin_gem_userptr(struct emu_bo *bo);
+
+/* amdgpu driver ioctls (emu_amdgpu.c, emu_sdma.c) */
+int emu_amdgpu_info_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_gem_create_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_gem_userptr_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_gem_va_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_gem_op_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_gem_metadata_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_ctx_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_bo_list_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_cs_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_wait_cs_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_gem_wait_idle_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_sdma_init(struct emu_gpu *gpu);
+void emu_sdma_fini(struct emu_gpu *gpu);
 
 struct emu_bo *emu_bo_create(struct emu_gpu *gpu, u64 size, u32 alloc_flags,
 			     u64 user_addr);

@@ -80,23 +80,82 @@ int emu_vm_map(struct emu_vm *vm, struct emu_bo *bo, u64 va, u64 bo_offset,
 	return 0;
 }
 
-int emu_vm_unmap_bo(struct emu_vm *vm, struct emu_bo *bo)
+/* Remove the mapping of @bo that starts at @va (amdgpu_vm_bo_unmap). */
+int emu_vm_unmap_at(struct emu_vm *vm, struct emu_bo *bo, u64 va)
 {
-	struct emu_va_mapping *m, *next;
-	int n = 0;
+	struct emu_va_mapping *m;
+	int ret = -ENOENT;
 
 	mutex_lock(&vm->lock);
-	for (m = emu_va_it_iter_first(&vm->va, 0, U64_MAX); m; m = next) {
-		next = emu_va_it_iter_next(m, 0, U64_MAX);
-		if (m->bo != bo)
-			continue;
+	m = emu_va_it_iter_first(&vm->va, va, va);
+	if (m && m->start == va && m->bo == bo) {
 		emu_va_it_remove(m, &vm->va);
 		drm_gem_object_put(&m->bo->base);
 		kfree(m);
-		n++;
+		ret = 0;
 	}
 	mutex_unlock(&vm->lock);
-	return n;
+	return ret;
+}
+
+/*
+ * Unmap whatever lies in [@va, @va + @size), cutting mappings that straddle
+ * the edges (AMDGPU_VA_OP_CLEAR).
+ */
+void emu_vm_clear(struct emu_vm *vm, u64 va, u64 size)
+{
+	u64 last = va + size - 1;
+	struct emu_va_mapping *m, *next, *tail;
+
+	if (!size)
+		return;
+	mutex_lock(&vm->lock);
+	for (m = emu_va_it_iter_first(&vm->va, va, last); m; m = next) {
+		next = emu_va_it_iter_next(m, va, last);
+		emu_va_it_remove(m, &vm->va);
+		if (m->last > last) {
+			/* keep the part above the range; GFP_NOFAIL: no undo here */
+			tail = kmemdup(m, sizeof(*m), GFP_KERNEL | __GFP_NOFAIL);
+			tail->bo_offset += last + 1 - m->start;
+			tail->start = last + 1;
+			drm_gem_object_get(&tail->bo->base);
+			emu_va_it_insert(tail, &vm->va);
+		}
+		if (m->start < va) {
+			m->last = va - 1;
+			emu_va_it_insert(m, &vm->va);
+		} else {
+			drm_gem_object_put(&m->bo->base);
+			kfree(m);
+		}
+	}
+	mutex_unlock(&vm->lock);
+}
+
+/*
+ * What the GPU reaches at @va: the BO, the offset in it and how far the
+ * mapping goes on, or -EFAULT for an unmapped address, a missing permission
+ * or a BO without pages (a userptr not pinned yet).
+ */
+int emu_vm_resolve(struct emu_vm *vm, u64 va, bool write, struct emu_vm_seg *seg)
+{
+	struct emu_va_mapping *m;
+	u32 need = write ? AMDGPU_VM_PAGE_WRITEABLE : AMDGPU_VM_PAGE_READABLE;
+	int ret = -EFAULT;
+
+	va &= EMU_GMC_HOLE_MASK;
+	mutex_lock(&vm->lock);
+	m = emu_va_it_iter_first(&vm->va, va, va);
+	if (m && (m->flags & need) && emu_bo_has_pages(m->bo) &&
+	    !(write && m->bo->user_readonly)) {
+		seg->bo = m->bo;
+		seg->offset = m->bo_offset + (va - m->start);
+		seg->len = m->last - va + 1;
+		drm_gem_object_get(&m->bo->base);
+		ret = 0;
+	}
+	mutex_unlock(&vm->lock);
+	return ret;
 }
 
 bool emu_vm_bo_is_mapped(struct emu_vm *vm, struct emu_bo *bo)
@@ -122,7 +181,8 @@ static void emu_bo_release_pages(struct emu_bo *bo)
 		return;
 	if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
 		if (bo->user_pinned)
-			unpin_user_pages_dirty_lock(bo->pages, bo->npages, true);
+			unpin_user_pages_dirty_lock(bo->pages, bo->npages,
+						    !bo->user_readonly);
 		bo->user_pinned = false;
 	} else {
 		for (i = 0; i < bo->npages; i++)
@@ -143,6 +203,11 @@ static void emu_bo_free(struct drm_gem_object *obj)
 	emu_bo_release_pages(bo);
 	if (bo->vram_accounted)
 		atomic64_sub(obj->size, &bo->gpu->vram_used);
+	if (bo->gtt_accounted)
+		atomic64_sub(obj->size, &bo->gpu->gtt_used);
+	if (bo->user_mm)
+		mmdrop(bo->user_mm);
+	kfree(bo->md);
 	drm_gem_object_release(obj);
 	mutex_destroy(&bo->vmap_lock);
 	kfree(bo);
@@ -263,8 +328,17 @@ static int emu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 	return 0;
 }
 
+/* amdgpu refuses to share user pages through dma-buf */
+static struct dma_buf *emu_bo_export(struct drm_gem_object *obj, int flags)
+{
+	if (to_emu_bo(obj)->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
+		return ERR_PTR(-EPERM);
+	return drm_gem_prime_export(obj, flags);
+}
+
 static const struct drm_gem_object_funcs emu_bo_funcs = {
 	.free = emu_bo_free,
+	.export = emu_bo_export,
 	.get_sg_table = emu_bo_get_sg_table,
 	.vmap = emu_bo_vmap,
 	.vunmap = emu_bo_vunmap,
@@ -308,6 +382,10 @@ struct emu_bo *emu_bo_create(struct emu_gpu *gpu, u64 size, u32 alloc_flags,
 		}
 		bo->vram_accounted = true;
 	}
+	if (alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT) {
+		atomic64_add(size, &gpu->gtt_used);
+		bo->gtt_accounted = true;
+	}
 
 	if (alloc_flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT)) {
 		bo->pages = kvcalloc(bo->npages, sizeof(*bo->pages), GFP_KERNEL);
@@ -350,6 +428,7 @@ u64 emu_bo_mmap_offset(struct emu_bo *bo)
 /* Pin the user pages of a USERPTR BO, from @mm (current's, or a remote one). */
 int emu_bo_pin_user(struct emu_bo *bo, struct mm_struct *mm, bool remote)
 {
+	unsigned int gup = FOLL_LONGTERM | (bo->user_readonly ? 0 : FOLL_WRITE);
 	struct page **pages;
 	unsigned long done = 0;
 	long n;
@@ -368,11 +447,9 @@ int emu_bo_pin_user(struct emu_bo *bo, struct mm_struct *mm, bool remote)
 
 		if (remote)
 			n = pin_user_pages_remote(mm, addr, bo->npages - done,
-						  FOLL_WRITE | FOLL_LONGTERM,
-						  pages + done, NULL, NULL);
+						  gup, pages + done, NULL, NULL);
 		else
-			n = pin_user_pages_fast(addr, bo->npages - done,
-						FOLL_WRITE | FOLL_LONGTERM,
+			n = pin_user_pages_fast(addr, bo->npages - done, gup,
 						pages + done);
 		if (n <= 0) {
 			ret = n ? n : -EFAULT;
@@ -390,8 +467,16 @@ int emu_bo_pin_user(struct emu_bo *bo, struct mm_struct *mm, bool remote)
 		return ret;
 	}
 	bo->pages = pages;
-	bo->user_pinned = true;
+	/* the SDMA worker looks at the flag without our callers' locks */
+	smp_store_release(&bo->user_pinned, true);
 	return 0;
+}
+
+bool emu_bo_has_pages(struct emu_bo *bo)
+{
+	if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
+		return smp_load_acquire(&bo->user_pinned);
+	return bo->pages;
 }
 
 /* ---- the DRM driver ---------------------------------------------------- */
@@ -403,18 +488,46 @@ static int emu_drm_open(struct drm_device *dev, struct drm_file *file)
 	ef = kzalloc(sizeof(*ef), GFP_KERNEL);
 	if (!ef)
 		return -ENOMEM;
+	kref_init(&ef->ref);
+	ef->gpu = dev->dev_private;
 	emu_vm_init(&ef->vm, dev->dev_private);
+	mutex_init(&ef->lock);
+	idr_init_base(&ef->ctxs, 1);
+	idr_init_base(&ef->bo_lists, 1);
 	file->driver_priv = ef;
 	return 0;
+}
+
+static void emu_drm_file_release(struct kref *ref)
+{
+	struct emu_drm_file *ef = container_of(ref, struct emu_drm_file, ref);
+
+	emu_vm_fini(&ef->vm);
+	mutex_destroy(&ef->lock);
+	kfree(ef);
+}
+
+/* Jobs in flight keep the VM they translate through. */
+void emu_drm_file_put(struct emu_drm_file *ef)
+{
+	kref_put(&ef->ref, emu_drm_file_release);
 }
 
 static void emu_drm_postclose(struct drm_device *dev, struct drm_file *file)
 {
 	struct emu_drm_file *ef = file->driver_priv;
+	struct emu_bo_list *list;
+	struct emu_ctx *ctx;
+	int id;
 
-	emu_vm_fini(&ef->vm);
-	kfree(ef);
+	idr_for_each_entry(&ef->ctxs, ctx, id)
+		emu_ctx_put(ctx);
+	idr_destroy(&ef->ctxs);
+	idr_for_each_entry(&ef->bo_lists, list, id)
+		emu_bo_list_put(list);
+	idr_destroy(&ef->bo_lists);
 	file->driver_priv = NULL;
+	emu_drm_file_put(ef);
 }
 
 /*
@@ -433,7 +546,8 @@ static int emu_gem_mmap_ioctl(struct drm_device *dev, void *data,
 	if (!obj)
 		return -ENOENT;
 	bo = to_emu_bo(obj);
-	if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
+	if ((bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) ||
+	    (bo->gem_flags & AMDGPU_GEM_CREATE_NO_CPU_ACCESS))
 		ret = -EPERM;
 	else
 		args->out.addr_ptr = emu_bo_mmap_offset(bo);
@@ -441,13 +555,23 @@ static int emu_gem_mmap_ioctl(struct drm_device *dev, void *data,
 	return ret;
 }
 
-/*
- * The rest of the amdgpu driver ioctls (INFO, GEM_CREATE, GEM_VA, CS, ...)
- * come with the SDMA engine; they will share the per-file VM above.
- */
+#define EMU_DRM_IOCTL(name, fn) \
+	DRM_IOCTL_DEF_DRV(AMDGPU_##name, fn, DRM_AUTH | DRM_RENDER_ALLOW)
+
+/* The amdgpu driver ioctls user space needs for buffers, VMs and SDMA. */
 static const struct drm_ioctl_desc emu_drm_ioctls[] = {
-	DRM_IOCTL_DEF_DRV(AMDGPU_GEM_MMAP, emu_gem_mmap_ioctl,
-			  DRM_AUTH | DRM_RENDER_ALLOW),
+	EMU_DRM_IOCTL(GEM_CREATE, emu_amdgpu_gem_create_ioctl),
+	EMU_DRM_IOCTL(GEM_MMAP, emu_gem_mmap_ioctl),
+	EMU_DRM_IOCTL(CTX, emu_amdgpu_ctx_ioctl),
+	EMU_DRM_IOCTL(BO_LIST, emu_amdgpu_bo_list_ioctl),
+	EMU_DRM_IOCTL(CS, emu_amdgpu_cs_ioctl),
+	EMU_DRM_IOCTL(INFO, emu_amdgpu_info_ioctl),
+	EMU_DRM_IOCTL(GEM_METADATA, emu_amdgpu_gem_metadata_ioctl),
+	EMU_DRM_IOCTL(GEM_WAIT_IDLE, emu_amdgpu_gem_wait_idle_ioctl),
+	EMU_DRM_IOCTL(GEM_VA, emu_amdgpu_gem_va_ioctl),
+	EMU_DRM_IOCTL(WAIT_CS, emu_amdgpu_wait_cs_ioctl),
+	EMU_DRM_IOCTL(GEM_OP, emu_amdgpu_gem_op_ioctl),
+	EMU_DRM_IOCTL(GEM_USERPTR, emu_amdgpu_gem_userptr_ioctl),
 };
 
 static const struct file_operations emu_drm_fops = {

@@ -31,6 +31,9 @@ static unsigned int heartbeat_ms = 10;
 module_param(heartbeat_ms, uint, 0444);
 MODULE_PARM_DESC(heartbeat_ms, "Period of the queue heartbeat in ms (default 10)");
 
+module_param_named(sdma_mbps, emu_sdma_mbps, uint, 0644);
+MODULE_PARM_DESC(sdma_mbps, "SDMA bandwidth limit in MB/s per GPU (default 0: unlimited; writable)");
+
 static char *fault;
 module_param(fault, charp, 0444);
 MODULE_PARM_DESC(fault, "Fault to arm at load: 'ioctl <nr> <nth> <errno>' or 'criu <op> <nth> <errno>'");
@@ -253,9 +256,13 @@ static int __init emu_init(void)
 		goto err_drm;
 
 	for (i = 0; i < emu.n_gpus; i++) {
-		ret = emu_drm_register_gpu(&emu.gpus[i]);
-		if (ret)
+		ret = emu_sdma_init(&emu.gpus[i]);
+		if (!ret)
+			ret = emu_drm_register_gpu(&emu.gpus[i]);
+		if (ret) {
+			emu_sdma_fini(&emu.gpus[i]);
 			goto err_unregister;
+		}
 	}
 	emu_drm_release_placeholders();
 
@@ -275,8 +282,10 @@ static int __init emu_init(void)
 
 err_unregister:
 	emu_drm_release_placeholders();
-	while (i--)
+	while (i--) {
 		emu_drm_unregister_gpu(&emu.gpus[i]);
+		emu_sdma_fini(&emu.gpus[i]);
+	}
 err_drm:
 	emu_drm_fini();
 err_fault:
@@ -297,8 +306,11 @@ static void __exit emu_exit(void)
 	/* process structures are freed from SRCU callbacks and our workqueue */
 	mmu_notifier_synchronize();
 	flush_workqueue(emu.wq);
-	for (i = emu.n_gpus; i--; )
+	for (i = emu.n_gpus; i--; ) {
+		/* jobs still queued finish first: they hold files and BOs */
+		emu_sdma_fini(&emu.gpus[i]);
 		emu_drm_unregister_gpu(&emu.gpus[i]);
+	}
 	emu_drm_fini();
 	emu_fault_fini();
 	destroy_workqueue(emu.wq);

@@ -13,6 +13,7 @@
 #include <linux/uaccess.h>
 #include <drm/drm_prime.h>
 #include <drm/drm_vma_manager.h>
+#include <drm/amdgpu_drm.h>
 
 #include "emu.h"
 
@@ -123,32 +124,49 @@ void emu_mem_destroy(struct emu_kfd_mem *mem)
 	kfree(mem);
 }
 
+/* The page permissions KFD gives a BO in the GPU VM (amdgpu_amdkfd_gpuvm). */
+static u32 emu_mem_vm_flags(u32 flags)
+{
+	u32 vm_flags = AMDGPU_VM_PAGE_READABLE;
+
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)
+		vm_flags |= AMDGPU_VM_PAGE_WRITEABLE;
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
+		vm_flags |= AMDGPU_VM_PAGE_EXECUTABLE;
+	return vm_flags;
+}
+
 /* Map @mem into the GPU VM of @peer at its VA; mapping twice is a no-op. */
 int emu_mem_map(struct emu_kfd_mem *mem, struct emu_pdd *peer)
 {
 	u64 size = mem->bo->base.size;
+	u32 vm_flags = emu_mem_vm_flags(mem->flags);
 	int ret;
 
 	if (test_bit(peer->index, &mem->mapped))
 		return 0;
-	ret = emu_vm_map(peer->vm, mem->bo, mem->va, 0, size, mem->flags);
+	ret = emu_vm_map(peer->vm, mem->bo, mem->va, 0, size, vm_flags);
 	if (!ret && (mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM)) {
 		ret = emu_vm_map(peer->vm, mem->bo, mem->va + size, 0, size,
-				 mem->flags);
+				 vm_flags);
 		if (ret)
-			emu_vm_unmap_bo(peer->vm, mem->bo);
+			emu_vm_unmap_at(peer->vm, mem->bo, mem->va);
 	}
 	if (!ret)
 		set_bit(peer->index, &mem->mapped);
 	return ret;
 }
 
+/* Only KFD's own mappings: a GEM_VA mapping of the same BO stays. */
 static void emu_mem_unmap(struct emu_kfd_mem *mem, struct emu_pdd *peer)
 {
 	if (!test_and_clear_bit(peer->index, &mem->mapped))
 		return;
-	if (peer->vm)
-		emu_vm_unmap_bo(peer->vm, mem->bo);
+	if (!peer->vm)
+		return;
+	emu_vm_unmap_at(peer->vm, mem->bo, mem->va);
+	if (mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM)
+		emu_vm_unmap_at(peer->vm, mem->bo, mem->va + mem->bo->base.size);
 }
 
 void emu_mem_unmap_all(struct emu_kfd_mem *mem)
