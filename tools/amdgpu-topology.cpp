@@ -63,22 +63,6 @@ std::string gib(uint64_t bytes)
 	return strprintf("%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
 }
 
-// "3, 5-9" for sorted node ids.
-std::string ranges(const std::vector<uint32_t> &ids)
-{
-	std::string out;
-	for (size_t i = 0, j; i < ids.size(); i = j + 1) {
-		for (j = i; j + 1 < ids.size() && ids[j + 1] == ids[j] + 1;)
-			j++;
-		out += out.empty() ? "" : ", ";
-		if (j == i)
-			out += strprintf("%u", ids[i]);
-		else
-			out += strprintf(j == i + 1 ? "%u, %u" : "%u-%u", ids[i], ids[j]);
-	}
-	return out;
-}
-
 // Links grouped by type and state: "PCIe<->0  xGMI<->3-9  xGMI->12 (hidden)".
 std::string describe_links(const Node &n)
 {
@@ -100,7 +84,7 @@ std::string describe_links(const Node &n)
 	for (Group &g : groups) {
 		std::sort(g.peers.begin(), g.peers.end());
 		out += strprintf("%s%s%s%s%s", out.empty() ? "" : "  ", io_link_type_name(g.type),
-				 g.state == 0 ? "<->" : "->", ranges(g.peers).c_str(), g.state == 2 ? " (hidden)" : "");
+				 g.state == 0 ? "<->" : "->", node_ranges(g.peers).c_str(), g.state == 2 ? " (hidden)" : "");
 	}
 	return out.empty() ? "none" : out;
 }
@@ -124,7 +108,7 @@ void print_topology(const Topology &t, const std::string &where)
 	}
 	for (size_t h = 0; h < t.hives().size(); h++) {
 		const std::vector<uint32_t> &hive = t.hives()[h];
-		std::printf("  hive %zu: nodes %s (hive_id 0x%llx)\n", h, ranges(hive).c_str(),
+		std::printf("  hive %zu: nodes %s (hive_id 0x%llx)\n", h, node_ranges(hive).c_str(),
 			    static_cast<unsigned long long>(t.node(hive.front())->props.hive_id));
 	}
 }

@@ -205,23 +205,6 @@ std::string describe_link(const IoLink &link)
 			 io_link_type_name(link.type), link.node_to);
 }
 
-// "2, 5-9, 12" for node ids.
-std::string node_ranges(std::vector<uint32_t> ids)
-{
-	std::sort(ids.begin(), ids.end());
-	std::string out;
-	for (size_t i = 0, j; i < ids.size(); i = j + 1) {
-		for (j = i; j + 1 < ids.size() && ids[j + 1] == ids[j] + 1;)
-			j++;
-		out += out.empty() ? "" : ", ";
-		if (j == i)
-			out += strprintf("%u", ids[i]);
-		else
-			out += strprintf(j == i + 1 ? "%u, %u" : "%u-%u", ids[i], ids[j]);
-	}
-	return out;
-}
-
 std::string list_gpu_ids(const std::vector<const Node *> &nodes)
 {
 	constexpr size_t kShown = 8;

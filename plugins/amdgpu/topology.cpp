@@ -500,4 +500,20 @@ Topology parse_topology(const fs::path &nodes_dir)
 	return Topology(std::move(nodes));
 }
 
+std::string node_ranges(std::vector<uint32_t> ids)
+{
+	std::sort(ids.begin(), ids.end());
+	std::string out;
+	for (size_t i = 0, j; i < ids.size(); i = j + 1) {
+		for (j = i; j + 1 < ids.size() && ids[j + 1] == ids[j] + 1;)
+			j++;
+		out += out.empty() ? "" : ", ";
+		if (j == i)
+			out += strprintf("%u", ids[i]);
+		else
+			out += strprintf(j == i + 1 ? "%u, %u" : "%u-%u", ids[i], ids[j]);
+	}
+	return out;
+}
+
 } // namespace amdgpu

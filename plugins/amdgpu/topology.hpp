@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -130,5 +131,8 @@ private:
 // Throws Error: -EINVAL naming the file (and line) for malformed or out-of-range content,
 // -errno for unexpected I/O failures.
 Topology parse_topology(const std::filesystem::path &nodes_dir);
+
+// Node ids as ranges, for messages and listings: "2, 5-9, 12".
+std::string node_ranges(std::vector<uint32_t> ids);
 
 } // namespace amdgpu
