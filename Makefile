@@ -8,6 +8,7 @@ BUILD      ?= build
 PREFIX     ?= /usr
 PLUGINDIR  ?= $(PREFIX)/lib/criu
 BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
 DESTDIR    ?=
 
 CC         ?= gcc
@@ -101,10 +102,11 @@ $(BUILD)/bench/%: $(BUILD)/test/bench/%.o $(HOST_OBJ) $(CORE_LIB)
 $(UNIT_BIN): $(UNIT_OBJS) $(HOST_OBJ) $(CORE_LIB) | $(PLUGIN)
 	$(CXX) -rdynamic -o $@ $^ $(LDLIBS) -lgtest -lgtest_main -ldl
 
-install: $(PLUGIN)
+install: $(PLUGIN) $(TOOLS)
 	install -d $(DESTDIR)$(PLUGINDIR)
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/amdgpu_plugin.so
 	$(foreach t,$(TOOLS),install -D -m 0755 $(t) $(DESTDIR)$(BINDIR)/$(notdir $(t));)
+	install -D -m 0644 Documentation/criu-amdgpu-plugin.1 $(DESTDIR)$(MANDIR)/man1/criu-amdgpu-plugin.1
 
 # The test command: installs what is missing, builds, runs every suite, prints one total line.
 check: deps
