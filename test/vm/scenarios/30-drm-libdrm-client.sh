@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The real libdrm_amdgpu against the emulator's render nodes on every preset
+# (test/emu/clients/drm_sdma_client): device initialisation and queries, GEM
+# BOs, userptr, GPU VAs, dma-buf export/import, SDMA copies/fills/writes
+# verified byte by byte, the kernel's error codes, a faulting submission making
+# its context guilty, and KFD VRAM reached through CRIU CHECKPOINT dma-bufs.
+# On 2xmi210 it also moves 256 MiB each way through SDMA and reports the
+# emulated engine's throughput (MB/s). Its TAP results become ours, prefixed
+# with the preset, and the kernel log must stay free of warnings.
+# timeout: 900
+. test/vm/lib.sh
+
+client=test/emu/clients/drm_sdma_client
+[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
+[ -x "$client" ] || { echo "no $client (libdrm-dev missing at build time?)"; exit 77; }
+
+echo "30-drm-libdrm-client: begin" >/dev/kmsg
+for p in mi100 2xmi210 mi250x cpx8; do
+	if ! emu_reload preset="$p"; then
+		tap_not_ok "$p: load"
+		continue
+	fi
+	args=()
+	[ "$p" != 2xmi210 ] || args=(--copy-mib 256)
+	tap_relay "$p" timeout 400 "$client" "${args[@]}"
+	emu_unload || tap_not_ok "$p: unload after the client"
+done
+
+bad=$(dmesg | sed -n '/30-drm-libdrm-client: begin$/,$p' |
+	grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace|refcount_t:|list_(add|del) corruption|UBSAN|KASAN')
+if [ -z "$bad" ]; then
+	tap_ok "the kernel log has no WARN, BUG or Oops"
+else
+	tap_not_ok "the kernel log has no WARN, BUG or Oops" "$(echo "$bad" | head -n5)"
+fi
+tap_done

@@ -1,0 +1,3 @@
+#!/bin/bash
+# Runner self-test: never runs, the guest died before.
+echo "never"
