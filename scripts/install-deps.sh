@@ -12,6 +12,8 @@ packages=(
 	googletest libgtest-dev libbenchmark-dev
 	# QEMU test bed (guest kernel comes as a package we download, not install)
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2
+	# peak RSS of criu in the e2e resource scenarios (GNU time)
+	time
 	# real GPU clients run inside the guest
 	libhsakmt1 libhsakmt-dev
 )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# The VM suite (`make check-vm`, and part of `make check`): builds the emulator, boots ONE guest
+# The VM suite (`make check-vm`, and part of `make check`): builds the emulator and the GPU
+# workloads, boots ONE guest
 # and runs every scenario in it, in order: test/vm/scenarios/NN-*.sh, then test/e2e/scenarios/*.sh.
 # Prints one line per result (PASS: / FAIL: / SKIP: <scenario>[: <sub-test>]) as scenarios finish,
 # the logs of failures, the wall time, and as its very last line "N passed, N failed, N skipped".
@@ -107,6 +108,13 @@ elif make -C test/emu >"$run/emu-build.log" 2>&1; then
 else
 	result FAIL "emulator: build" "make -C test/emu failed"
 	show "make -C test/emu" "$run/emu-build.log" 30
+fi
+# The GPU workloads the e2e scenarios checkpoint; built on the host like the emulator.
+if make -C test/e2e >"$run/e2e-build.log" 2>&1; then
+	result PASS "workloads: build"
+else
+	result FAIL "workloads: build" "make -C test/e2e failed"
+	show "make -C test/e2e" "$run/e2e-build.log" 30
 fi
 
 [ "${#scenarios[@]}" -gt 0 ] || { echo "VM suite: no scenario matches '${VM_SCENARIOS:-}'"; finish; }

@@ -1,0 +1,258 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Helpers shared by the resource and container scenarios (test/e2e/scenarios/4x-*.sh, 5x-*.sh),
+# test/e2e/demo-guest.sh and test/bench/transfer.sh. Sourced after test/vm/lib.sh, in the guest,
+# from the repo root.
+#
+#   wl_start <var> <name> <state> <workload> [options...]   spawn a workload, wait for READY
+#   wl_check <pid> <USR1|USR2> <state> <seconds>            ask for a check; prints its first line
+#   wl_stop <pid>                                           SIGKILL, and wait until it is gone
+#   state_vram_mib <state>                                  MiB of VRAM BOs a state file lists
+#   mem_mib <MemTotal|MemAvailable>                         from /proc/meminfo
+#   copy_figures <criu log> <saved|restored>                the plugin's per-GPU copy lines:
+#                                                           "<gpu> <MiB> <s> <MB/s> <staging MiB>"
+#   peak_rss_kib <file> <cmd...>                            runs cmd, writes its peak RSS
+#                                                           (KiB, GNU time) to file
+#   gpu_ids_hex, cg_make, cg_path, cg_remove, in_cg, gpu_access   GPU subsets ("containers")
+#   vram_roundtrip <GPUs> <MiB per GPU> <BO MiB>            the round trip of scenarios 40-42
+
+# wl_start <var> <name> <state> <workload> [options...]: the workload's pid goes into <var>;
+# fails (and shows the workload's output) when it does not come up within 5 minutes. With
+# $WL_CGROUP set to a cgroup directory, the workload starts in that cgroup.
+wl_start() {
+	local -n wl_pid=$1
+	local name=$2 state=$3 workload=$4
+	local -a enter=()
+	shift 4
+	rm -f "$state" "$state".*
+	# shellcheck disable=SC2016 # expanded by the inner shell, which then becomes the workload
+	[ -z "${WL_CGROUP:-}" ] || enter=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$WL_CGROUP")
+	spawn wl_pid "$name" "${enter[@]}" "test/e2e/bin/$workload" --state "$state" "$@"
+	if ! wait_for "[ -s '$state' ] || ! kill -0 $wl_pid 2>/dev/null" 300 || [ ! -s "$state" ]; then
+		log "$workload $* did not come up; its output:"
+		sed 's/^/#   /' "$RESULTS_DIR/$name.out" | tail -n 20
+		kill -KILL "$wl_pid" 2>/dev/null
+		return 1
+	fi
+	wait_for "grep -q '^READY $wl_pid\$' '$RESULTS_DIR/$name.out'" 10
+}
+
+# wl_check <pid> <USR1|USR2> <state> <seconds>: sends the signal once the old result is gone and
+# prints the first line of the new one ("VERIFY OK", "HEARTBEAT FAIL: ...", or nothing).
+wl_check() {
+	local pid=$1 sig=$2 state=$3 limit=$4 file
+	case $sig in
+	USR1) file=$state.verify ;;
+	*) file=$state.heartbeat ;;
+	esac
+	rm -f "$file"
+	kill "-$sig" "$pid" 2>/dev/null || { echo "no process $pid"; return 1; }
+	wait_for "[ -s '$file' ] || ! kill -0 $pid 2>/dev/null" "$limit"
+	if [ -s "$file" ]; then
+		head -n1 "$file"
+	else
+		echo "no result in $file"
+	fi
+}
+
+# tap_wl_check <name> <pid> <USR1|USR2> <state> <seconds>: one TAP result from a check.
+tap_wl_check() {
+	local name=$1 line want
+	shift
+	[ "$2" = USR1 ] && want="VERIFY OK" || want="HEARTBEAT OK"
+	line=$(wl_check "$@")
+	if [ "$line" = "$want" ]; then
+		tap_ok "$name"
+	else
+		tap_not_ok "$name" "$line"
+	fi
+}
+
+# state_vram_mib <state>: MiB of VRAM BOs the state file lists.
+state_vram_mib() {
+	local rec n _gpu id _kind kind _va _ _size size rest total=0
+	while read -r rec n _gpu id _kind kind _va _ _size size rest; do
+		[ "$rec" = bo ] && [ "${kind#vram}" != "$kind" ] && total=$((total + size))
+	done <"$1"
+	echo $((total / 1048576))
+}
+
+wl_stop() {
+	kill -KILL "$1" 2>/dev/null
+	wait_for "! kill -0 $1 2>/dev/null" 30
+}
+
+mem_mib() {
+	local key value
+	while read -r key value _; do
+		[ "$key" != "$1:" ] || { echo $((value / 1024)); return 0; }
+	done </proc/meminfo
+	return 1
+}
+
+# copy_figures <criu log> <saved|restored>: one line per GPU from the plugin's info lines
+# "pid N: saved GPU 0x1234: 512.0 MiB in 3.210 s (167 MB/s), 64.0 MiB staging".
+copy_figures() {
+	sed -n "s/.*amdgpu_plugin: pid [0-9]*: $2 GPU \\(0x[0-9a-f]*\\): \\([0-9.]*\\) MiB in \\([0-9.]*\\) s (\\([0-9]*\\) MB\\/s), \\([0-9.]*\\) MiB staging.*/\\1 \\2 \\3 \\4 \\5/p" "$1"
+}
+
+# peak_rss_kib <file> <cmd...>: runs cmd (its status kept) under GNU time (Debian's `time`) and
+# writes its maximum resident set size (ru_maxrss from wait4: the largest of the process and the
+# children it waited for; for criu dump, criu itself) to <file>, in KiB.
+peak_rss_kib() {
+	local out=$1
+	shift
+	/usr/bin/time -f %M -o "$out" "$@"
+}
+
+# --- containers: GPU subsets through the emulator's gpu_access rules (test/emu/README.md) -------
+
+EMU_ACCESS=/sys/kernel/debug/amdgpu_emu/gpu_access
+
+# gpu_ids_hex: the gpu_id of every GPU node, in node order, as 0x%04x.
+gpu_ids_hex() {
+	local n id
+	for n in $(emu_gpu_nodes); do
+		read -r id <"$KFD_TOPOLOGY/$n/gpu_id"
+		printf '0x%04x\n' "$id"
+	done
+}
+
+# cg_make <var> <name>: creates a cgroup <name> below our own; its directory goes into <var>.
+cg_make() {
+	local -n cg_dir=$1
+	local own
+	own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	cg_dir=/sys/fs/cgroup${own%/}/$2
+	mkdir -p "$cg_dir"
+}
+
+# cg_path <dir>: the path gpu_access rules name a cgroup by (relative to the cgroup2 root).
+cg_path() {
+	echo "${1#/sys/fs/cgroup}"
+}
+
+# cg_remove <dir>: kills what is left in it and removes it.
+cg_remove() {
+	[ -d "$1" ] || return 0
+	[ -z "$(<"$1/cgroup.procs")" ] || echo 1 >"$1/cgroup.kill"
+	wait_for "[ -z \"\$(<'$1/cgroup.procs')\" ]" 10
+	rmdir "$1"
+}
+
+# in_cg <dir> <cmd...>: runs cmd (a function too) in a subshell moved into the cgroup.
+in_cg() {
+	local dir=$1
+	shift
+	(echo "$BASHPID" >"$dir/cgroup.procs" && "$@")
+}
+
+# gpu_access <line>: writes one rule ("<cgroup path> <gpu_id,...>|none" or "clear").
+gpu_access() {
+	echo "$1" >"$EMU_ACCESS"
+}
+
+# --- the VRAM round trip of scenarios 40-42 ----------------------------------------------------
+
+# vram_roundtrip <GPUs> <MiB per GPU> <largest BO MiB>: TAP checks for a kfd_workload with that
+# much VRAM: verified, dumped (task gone, pages images hold the VRAM), restored onto the emulator
+# reloaded with other gpu_ids and render minors, verified, beating. Prints the dump and restore
+# times and the plugin's per-GPU copy figures. Images go to $RESULTS_DIR/images (the host, over
+# 9p: no guest RAM next to the emulated VRAM) and are removed when everything passed. Exits 77
+# when the guest cannot hold the VRAM. Loads and unloads the emulator.
+vram_roundtrip() {
+	local gpus=$1 per_gpu=$2 bo=$3 need avail state imgs pid vram rc t0 t_dump t_restore
+	local dump_log restore_log pages gpu mib s mbps staging
+	[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
+	[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
+	[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+	# The emulated VRAM is guest RAM: the BOs, plus criu, the staging rings and slack.
+	need=$((gpus * per_gpu + 384))
+	avail=$(mem_mib MemAvailable)
+	[ "$avail" -ge "$need" ] ||
+		{ echo "guest has $avail MiB available, this needs $need (raise VM_MEM / run.sh --mem)"; exit 77; }
+
+	emu_load preset=2xmi210 || exit 1
+	state=$RESULTS_DIR/big.state
+	imgs=$RESULTS_DIR/images
+	rm -rf "$imgs"
+	t0=$EPOCHREALTIME
+	if ! wl_start pid big "$state" kfd_workload --gpus "$gpus" --vram-mb "$per_gpu" --bo-mb "$bo"; then
+		tap_not_ok "kfd_workload with $gpus x $per_gpu MiB of VRAM comes up"
+		tap_done
+	fi
+	vram=$(state_vram_mib "$state")
+	if [ "$vram" -ge $((gpus * per_gpu)) ]; then
+		tap_ok "kfd_workload holds $vram MiB of VRAM on $gpus GPU(s), largest BO $(state_largest_bo_mib "$state") MiB ($(elapsed "$t0") s to set up)"
+	else
+		tap_not_ok "kfd_workload holds $((gpus * per_gpu)) MiB of VRAM" "the state file lists $vram MiB"
+	fi
+	tap_wl_check "verified before the dump" "$pid" USR1 "$state" 600
+
+	t0=$EPOCHREALTIME
+	criu_dump "$pid" "$imgs"
+	rc=$?
+	t_dump=$(elapsed "$t0")
+	dump_log=$CRIU_LAST_LOG
+	if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
+		tap_ok "criu dump succeeds and the task is gone (${t_dump} s)"
+	else
+		tap_not_ok "criu dump succeeds and the task is gone" "criu status $rc; $(grep -m3 'Error' "$dump_log")"
+		wl_stop "$pid"
+		tap_done
+	fi
+	pages=$(stat -c %s "$imgs"/amdgpu-pages-*.img 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
+	if [ "${pages:-0}" -ge $((gpus * per_gpu * 1048576)) ]; then
+		tap_ok "pages images hold $((pages / 1048576)) MiB ($(stat -c '%n %s' "$imgs"/amdgpu-pages-*.img | sed 's|.*/||' | tr '\n' ' '))"
+	else
+		tap_not_ok "pages images hold the VRAM" "${pages:-no} bytes in $imgs/amdgpu-pages-*.img"
+	fi
+
+	# Another node: the same GPUs with other ids and render minors.
+	emu_reload preset=2xmi210 gpu_ids=0x5a11,0x5a22 render_minor_base=150 || { tap_not_ok "emulator reload"; tap_done; }
+	t0=$EPOCHREALTIME
+	criu_restore "$imgs"
+	rc=$?
+	t_restore=$(elapsed "$t0")
+	restore_log=$CRIU_LAST_LOG
+	if [ "$rc" -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
+		tap_ok "criu restore onto other gpu_ids succeeds (${t_restore} s)"
+	else
+		tap_not_ok "criu restore onto other gpu_ids succeeds" "criu status $rc; $(grep -m3 'Error' "$restore_log")"
+		tap_done
+	fi
+	tap_wl_check "restored process verifies every byte" "$pid" USR1 "$state" 600
+	tap_wl_check "restored queues beat" "$pid" USR2 "$state" 60
+
+	log "figures (not checks): dump ${t_dump} s, restore ${t_restore} s (whole criu runs) for $vram MiB of VRAM"
+	while read -r gpu mib s mbps staging; do
+		log "  dump    GPU $gpu: $mib MiB in $s s = $mbps MB/s (staging $staging MiB)"
+	done < <(copy_figures "$dump_log" saved)
+	while read -r gpu mib s mbps staging; do
+		log "  restore GPU $gpu: $mib MiB in $s s = $mbps MB/s (staging $staging MiB)"
+	done < <(copy_figures "$restore_log" restored)
+	if [ -n "$(copy_figures "$dump_log" saved)" ] && [ -n "$(copy_figures "$restore_log" restored)" ]; then
+		tap_ok "the plugin logs its per-GPU copy figures"
+	else
+		tap_not_ok "the plugin logs its per-GPU copy figures" "no 'saved GPU'/'restored GPU' line in the criu logs"
+	fi
+
+	kill -TERM "$pid" 2>/dev/null
+	wait_for "! kill -0 $pid 2>/dev/null" 60 || wl_stop "$pid"
+	[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+	emu_unload
+}
+
+# elapsed <EPOCHREALTIME at start>: seconds since, one decimal.
+elapsed() {
+	awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# state_largest_bo_mib <state>: the largest content BO a state file lists, MiB.
+state_largest_bo_mib() {
+	local rec n _gpu id _kind kind _va _ _size size rest max=0
+	while read -r rec n _gpu id _kind kind _va _ _size size rest; do
+		[ "$rec" = bo ] && [ $((size)) -gt "$max" ] && max=$((size))
+	done <"$1"
+	echo $((max / 1048576))
+}
