@@ -129,6 +129,7 @@ struct emu_gpu {
 	unsigned int node_id;		/* topology node (CPU is 0) */
 	u32 gpu_id;
 	const struct emu_model *model;
+	u32 fw_version;			/* the model's unless fw_version= */
 	u64 vram_size;
 	atomic64_t vram_used;
 	u64 hive_id;
@@ -497,6 +498,12 @@ int emu_ioctl_criu_op(struct file *filp, struct emu_process *p, void *data);
 /* topology */
 int emu_topology_init(struct device *kfd_dev);
 void emu_topology_fini(void);
+
+/* GPU access by cgroup (the device cgroup as KFD sees it) */
+bool emu_gpu_visible(const struct emu_gpu *gpu);
+int emu_access_parse(char *buf);
+void emu_access_show(struct seq_file *m);
+void emu_access_fini(void);
 
 /* fault injection */
 int emu_fault_init(const char *spec);

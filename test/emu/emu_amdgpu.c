@@ -212,7 +212,7 @@ int emu_amdgpu_info_ioctl(struct drm_device *dev, void *data, struct drm_file *f
 				return -EINVAL;
 			fw.ver = gpu->model->sdma_fw_version;
 		} else if (info->query_fw.fw_type == AMDGPU_INFO_FW_GFX_MEC) {
-			fw.ver = gpu->model->fw_version;
+			fw.ver = gpu->fw_version;
 		}
 		return emu_info_copy(info, &fw, sizeof(fw));
 	}

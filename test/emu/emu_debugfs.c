@@ -4,6 +4,7 @@
  *
  *   processes  read-only view of every emulated KFD process
  *   fault      read: armed faults; write: arm or clear (see emu_fault.c)
+ *   gpu_access read: GPU access rules; write: add or clear (see emu_access.c)
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -59,12 +60,49 @@ static const struct file_operations emu_fault_fops = {
 	.write = emu_fault_write,
 };
 
+static int emu_access_seq_show(struct seq_file *m, void *unused)
+{
+	emu_access_show(m);
+	return 0;
+}
+
+static int emu_access_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, emu_access_seq_show, NULL);
+}
+
+static ssize_t emu_access_write(struct file *file, const char __user *ubuf,
+				size_t len, loff_t *ppos)
+{
+	char *buf;
+	int ret;
+
+	if (len > EMU_FAULT_WRITE_MAX)
+		return -EINVAL;
+	buf = memdup_user_nul(ubuf, len);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	ret = emu_access_parse(buf);
+	kfree(buf);
+	return ret ? ret : len;
+}
+
+static const struct file_operations emu_access_fops = {
+	.owner = THIS_MODULE,
+	.open = emu_access_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = emu_access_write,
+};
+
 void emu_debugfs_init(void)
 {
 	emu_debugfs_dir = debugfs_create_dir(EMU_NAME, NULL);
 	debugfs_create_file("processes", 0444, emu_debugfs_dir, NULL,
 			    &emu_processes_fops);
 	debugfs_create_file("fault", 0600, emu_debugfs_dir, NULL, &emu_fault_fops);
+	debugfs_create_file("gpu_access", 0600, emu_debugfs_dir, NULL, &emu_access_fops);
 }
 
 void emu_debugfs_fini(void)

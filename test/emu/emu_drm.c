@@ -485,6 +485,9 @@ static int emu_drm_open(struct drm_device *dev, struct drm_file *file)
 {
 	struct emu_drm_file *ef;
 
+	/* the device cgroup refuses the render node of a hidden GPU */
+	if (!emu_gpu_visible(dev->dev_private))
+		return -EPERM;
 	ef = kzalloc(sizeof(*ef), GFP_KERNEL);
 	if (!ef)
 		return -ENOMEM;

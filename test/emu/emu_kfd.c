@@ -170,13 +170,15 @@ static struct mmu_notifier *emu_mn_alloc(struct mm_struct *mm)
 	idr_init(&p->event_idr);
 	spin_lock_init(&p->ev_lock);
 
-	p->n_pdds = emu.n_gpus;
-	for (i = 0; i < p->n_pdds; i++) {
-		struct emu_pdd *pdd = &p->pdds[i];
+	/* as kfd_init_apertures: only the GPUs the device cgroup lets us use */
+	for (i = 0; i < emu.n_gpus; i++) {
+		struct emu_pdd *pdd = &p->pdds[p->n_pdds];
 
+		if (!emu_gpu_visible(&emu.gpus[i]))
+			continue;
 		pdd->p = p;
 		pdd->gpu = &emu.gpus[i];
-		pdd->index = i;
+		pdd->index = p->n_pdds++;
 		pdd->user_gpu_id = pdd->gpu->gpu_id;
 		idr_init(&pdd->mem_idr);
 	}

@@ -12,7 +12,7 @@
 
 static char *preset = "2xmi210";
 module_param(preset, charp, 0444);
-MODULE_PARM_DESC(preset, "GPU set: mi100, 2xmi210, mi250x, cpx8 (default 2xmi210)");
+MODULE_PARM_DESC(preset, "GPU set: mi100, 2xmi210, 4xmi210, mi250x, cpx8 (default 2xmi210)");
 
 static unsigned int vram_mb;
 module_param(vram_mb, uint, 0444);
@@ -26,6 +26,10 @@ MODULE_PARM_DESC(gpu_ids, "KFD gpu_id of each GPU in order (non-zero, < 0x10000)
 static int render_minor_base;
 module_param(render_minor_base, int, 0444);
 MODULE_PARM_DESC(render_minor_base, "Lowest render minor for the first GPU (128..191; 0: next free)");
+
+static unsigned int fw_version;
+module_param(fw_version, uint, 0444);
+MODULE_PARM_DESC(fw_version, "MEC firmware version of every GPU (default 0: the model's)");
 
 static unsigned int heartbeat_ms = 10;
 module_param(heartbeat_ms, uint, 0444);
@@ -137,6 +141,11 @@ static const struct emu_preset presets[] = {
 		.unique_id_base = 0x5a6b7c8d9eaf0b12ULL,
 		.default_gpu_ids = { 0xc1e6, 0x2b8c },
 	}, {
+		/* a larger PCIe node of the same GPUs: every GPU property as in 2xmi210 */
+		.name = "4xmi210", .model = &model_mi210, .n_gpus = 4,
+		.unique_id_base = 0x5a6b7c8d9eaf1c20ULL,
+		.default_gpu_ids = { 0x6d3a, 0xa47f, 0x3e91, 0xf258 },
+	}, {
 		.name = "mi250x", .model = &model_mi250x, .n_gpus = 4,
 		.xgmi_hive = true, .hive_id = 0x9b1d3c5e7f810a2cULL,
 		.unique_id_base = 0x7d3e2f1a0b9c8d40ULL,
@@ -190,6 +199,7 @@ static int emu_setup_gpus(void)
 		gpu->index = i;
 		gpu->node_id = i + 1;
 		gpu->model = ps->model;
+		gpu->fw_version = fw_version ? fw_version : ps->model->fw_version;
 		gpu->gpu_id = i < n_gpu_ids ? gpu_ids[i] : ps->default_gpu_ids[i];
 		if (!gpu->gpu_id || gpu->gpu_id >= 0x10000) {
 			pr_err(EMU_NAME ": gpu_id 0x%x of GPU %u is not a non-zero 16-bit value\n",
@@ -302,6 +312,7 @@ static void __exit emu_exit(void)
 	unsigned int i;
 
 	emu_debugfs_fini();
+	emu_access_fini();
 	emu_kfd_fini();
 	/* process structures are freed from SRCU callbacks and our workqueue */
 	mmu_notifier_synchronize();

@@ -132,7 +132,7 @@ static ssize_t show_node_properties(unsigned int node, char *buf)
 		P("max_engine_clk_fcompute", m->max_engine_clk_fcompute);
 		/* 6.1 always prints 0 here; the size is in mem_banks */
 		P("local_mem_size", 0);
-		P("fw_version", m->fw_version);
+		P("fw_version", gpu->fw_version);
 		P("capability", m->capability);
 		P("sdma_fw_version", m->sdma_fw_version);
 		P("unique_id", gpu->unique_id);
@@ -255,8 +255,15 @@ static ssize_t show_io_link(unsigned int node, unsigned int idx, char *buf)
 static ssize_t emu_kobj_show(struct kobject *kobj, struct attribute *attr, char *buf)
 {
 	struct emu_kobj *ek = to_emu_kobj(kobj);
-	struct emu_gpu *gpu;
+	struct emu_gpu *gpu = NULL;
 	ssize_t off = 0;
+
+	/* KFD refuses a hidden GPU's own attributes: node, banks, caches, links */
+	if (ek->kind != EMU_KOBJ_TOPOLOGY) {
+		gpu = node_gpu(ek->node);
+		if (gpu && !emu_gpu_visible(gpu))
+			return -EPERM;
+	}
 
 	switch (ek->kind) {
 	case EMU_KOBJ_TOPOLOGY:
@@ -267,7 +274,6 @@ static ssize_t emu_kobj_show(struct kobject *kobj, struct attribute *attr, char 
 		off += sysfs_emit_at(buf, off, "platform_rev 0\n");
 		return off;
 	case EMU_KOBJ_NODE:
-		gpu = node_gpu(ek->node);
 		if (!strcmp(attr->name, "gpu_id"))
 			return sysfs_emit(buf, "%u\n", gpu ? gpu->gpu_id : 0);
 		if (!strcmp(attr->name, "name"))
