@@ -66,8 +66,10 @@ private:
 	const std::atomic<bool> &cancel_;
 
 	std::vector<TransferChunk> plan_;
-	std::vector<std::optional<MappedBo>> bos_;
+	// Members die in reverse: every BO mapping must be undone through the device before the
+	// device goes (libdrm closes its fd with it, and the render file may outlive this worker).
 	std::optional<GpuDevice> dev_;
+	std::vector<std::optional<MappedBo>> bos_;
 	std::optional<SdmaQueue> queue_;
 	std::vector<std::unique_ptr<Slot>> slots_;
 	std::optional<ImageWriter> writer_;
