@@ -84,7 +84,8 @@ std::string describe_links(const Node &n)
 	for (Group &g : groups) {
 		std::sort(g.peers.begin(), g.peers.end());
 		out += strprintf("%s%s%s%s%s", out.empty() ? "" : "  ", io_link_type_name(g.type),
-				 g.state == 0 ? "<->" : "->", node_ranges(g.peers).c_str(), g.state == 2 ? " (hidden)" : "");
+				 g.state == 0 ? "<->" : "->", node_ranges(g.peers).c_str(),
+				 g.state == 2 ? " (hidden)" : "");
 	}
 	return out.empty() ? "none" : out;
 }

@@ -44,6 +44,34 @@ void check_kfd_version(int fd, const std::string &path)
 		     v.minor, kfd::kMinMajor, kfd::kMinMinor);
 }
 
+// KFD RESTORE wants a device bucket for every GPU the task can see, and skips as many device
+// records of the private data (6.1 layout, kfd-abi.md §1.3: process record, one record per device,
+// then BOs and objects; device records are never filled). On a node with more GPUs than the image
+// the records of the extra GPUs are added, zeroed, so that the rest of the blob stays in place.
+constexpr size_t kPrivProcessBytes = 8;
+constexpr size_t kPrivDeviceBytes = 8;
+constexpr uint32_t kPrivVersion = 1;
+
+std::vector<uint8_t> priv_for_devices(const CriuKfd &msg, size_t devices, const std::string &image)
+{
+	std::vector<uint8_t> priv(msg.priv_data.data, msg.priv_data.data + msg.priv_data.len);
+	const size_t image_devices = msg.num_of_gpus;
+	if (devices == image_devices)
+		return priv;
+	uint32_t version = 0;
+	if (priv.size() >= sizeof(version))
+		std::memcpy(&version, priv.data(), sizeof(version));
+	const size_t records_end = kPrivProcessBytes + image_devices * kPrivDeviceBytes;
+	if (devices < image_devices || version != kPrivVersion || priv.size() < records_end)
+		fail(-EINVAL,
+		     "%s: cannot give the driver state of %zu GPUs to %zu (private data version %u, %zu bytes; "
+		     "version %u expected)",
+		     image.c_str(), image_devices, devices, version, priv.size(), kPrivVersion);
+	priv.insert(priv.begin() + static_cast<std::ptrdiff_t>(records_end),
+		    (devices - image_devices) * kPrivDeviceBytes, 0);
+	return priv;
+}
+
 std::string describe_map(const GpuMap &map)
 {
 	std::string out;
@@ -116,12 +144,8 @@ int RestoreSession::fd_floor(uint32_t vpid)
 	return fd_floor_;
 }
 
-int RestoreSession::render_fd(uint32_t actual_gpu_id)
+unique_fd RestoreSession::open_render_node(uint32_t actual_gpu_id)
 {
-	auto it = render_fds_.find(actual_gpu_id);
-	if (it != render_fds_.end())
-		return it->second.get();
-
 	const Node *gpu = local_topology().gpu(actual_gpu_id);
 	if (!gpu)
 		fail(-ENODEV, "local GPU 0x%04x is not in the KFD topology", actual_gpu_id);
@@ -133,9 +157,15 @@ int RestoreSession::render_fd(uint32_t actual_gpu_id)
 	unique_fd high(fcntl(fd.get(), F_DUPFD_CLOEXEC, fd_floor(static_cast<uint32_t>(getpid()))));
 	if (!high)
 		fail_errno(errno, "cannot move the fd of %s above the task's fds", path.c_str());
-	const int raw = high.get();
-	render_fds_.emplace(actual_gpu_id, std::move(high));
-	return raw;
+	return high;
+}
+
+int RestoreSession::render_fd(uint32_t actual_gpu_id)
+{
+	auto it = render_fds_.find(actual_gpu_id);
+	if (it == render_fds_.end())
+		it = render_fds_.emplace(actual_gpu_id, open_render_node(actual_gpu_id)).first;
+	return it->second.get();
 }
 
 int RestoreSession::restore_kfd(uint32_t id)
@@ -190,7 +220,10 @@ int RestoreSession::restore_kfd(uint32_t id)
 		bos[i].alloc_flags = e.alloc_flags;
 		bos[i].dmabuf_fd = KFD_INVALID_FD;
 	}
-	std::vector<uint8_t> priv(msg->priv_data.data, msg->priv_data.data + msg->priv_data.len);
+	std::vector<uint8_t> priv = priv_for_devices(*msg, devices.size(), image);
+	if (devices.size() != msg->num_of_gpus)
+		pr_info("pid %u: %zu local GPUs for the image's %u; the others get empty driver records", msg->pid,
+			devices.size(), msg->num_of_gpus);
 
 	recreate_hsakmt_shm({ msg->shared_mem_size, msg->shared_mem_magic });
 
@@ -202,8 +235,11 @@ int RestoreSession::restore_kfd(uint32_t id)
 	if (ret)
 		fail_errno(ret, "KFD RESTORE of %s failed", image.c_str());
 
-	// Contents go back before criu maps anything and long before the queues resume.
+	// Contents go back before criu maps anything and long before the queues resume. The copies
+	// run through render files of their own: their temporary GPU mappings then live in a VM of
+	// their own and cannot collide with the task's BOs in the VM KFD just restored.
 	std::vector<GpuCopyJob> jobs;
+	std::vector<unique_fd> copy_fds;
 	for (const auto &[user, actual] : map.gpu_ids) {
 		GpuCopyJob job;
 		job.image_gpu_id = user;
@@ -218,7 +254,8 @@ int RestoreSession::restore_kfd(uint32_t id)
 			job.dmabuf_fds.push_back(static_cast<int>(bo.dmabuf_fd));
 			job.sizes.push_back(bo.size);
 		}
-		job.render_fd = render_fd(actual);
+		if (!job.sizes.empty())
+			job.render_fd = copy_fds.emplace_back(open_render_node(actual)).get();
 		jobs.push_back(std::move(job));
 	}
 	for (const CopyStats &s :
