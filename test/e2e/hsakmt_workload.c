@@ -259,7 +259,7 @@ static void *map_nohost(const struct bo *bo, unsigned int minor, uint64_t offset
 
 static int content_bos(struct ctx *c, unsigned int gi)
 {
-	uint64_t total = (uint64_t)c->o.vram_mb << 20, max = (uint64_t)c->o.bo_mb << 20;
+	uint64_t total = (uint64_t)c->o.vram_mb[gi] << 20, max = (uint64_t)c->o.bo_mb << 20;
 	uint64_t n, base, done = 0, offset;
 	struct gpu *g = &c->gpu[gi];
 	HsaMemFlags f;
@@ -645,6 +645,10 @@ int main(int argc, char **argv)
 	int ret;
 
 	wl_parse_opts(argc, argv, &c.o);
+	if (c.o.render_first) {
+		wl_err("--render-first: the thunk opens /dev/kfd and the render nodes itself");
+		return WL_EXIT_USAGE;
+	}
 	wl_signals_block();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	c.seed = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);

@@ -140,12 +140,10 @@ static uint32_t all_gpus(const struct ctx *c)
 
 /* ---- setup ------------------------------------------------------------- */
 
-static int open_devices(struct ctx *c)
+static int open_kfd(struct ctx *c)
 {
-	struct wl_gpu_node nodes[WL_MAX_GPUS];
 	struct kfd_ioctl_get_version_args ver = { 0 };
-	unsigned int n_nodes, i;
-	int n, ret;
+	int ret;
 
 	c->kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
 	if (c->kfd < 0) {
@@ -156,6 +154,25 @@ static int open_devices(struct ctx *c)
 	if (ret || ver.major_version != 1) {
 		wl_err("GET_VERSION: %s, version %u.%u", strerror(-ret), ver.major_version, ver.minor_version);
 		return WL_EXIT_SETUP;
+	}
+	return 0;
+}
+
+/*
+ * /dev/kfd first, then one render node per GPU, as the thunk does; with
+ * --render-first the other way round, so that the render fds get the lower
+ * numbers (criu restores a task's files in fd order).
+ */
+static int open_devices(struct ctx *c)
+{
+	struct wl_gpu_node nodes[WL_MAX_GPUS];
+	unsigned int n_nodes, i;
+	int n, ret;
+
+	if (!c->o.render_first) {
+		ret = open_kfd(c);
+		if (ret)
+			return ret;
 	}
 
 	n = wl_gpu_nodes(nodes, WL_MAX_GPUS, &n_nodes);
@@ -183,7 +200,7 @@ static int open_devices(struct ctx *c)
 		snprintf(g->hb_name, sizeof(g->hb_name), "queue on gpu 0x%x", g->n.gpu_id);
 	}
 	c->n_nodes = n_nodes;
-	return 0;
+	return c->o.render_first ? open_kfd(c) : 0;
 }
 
 /* GET_PROCESS_APERTURES_NEW, then bind each GPU's VM to our render file (§3.2). */
@@ -447,7 +464,7 @@ static void *map_nohost(struct ctx *c, const struct bo *bo, unsigned int minor, 
 
 static int content_bos(struct ctx *c, unsigned int gi)
 {
-	uint64_t total = (uint64_t)c->o.vram_mb << 20, max = (uint64_t)c->o.bo_mb << 20;
+	uint64_t total = (uint64_t)c->o.vram_mb[gi] << 20, max = (uint64_t)c->o.bo_mb << 20;
 	uint64_t n, base, done = 0;
 	unsigned int i;
 	int idx;

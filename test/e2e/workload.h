@@ -29,10 +29,11 @@
 
 struct wl_opts {
 	unsigned int gpus;	    /* 0: every GPU node */
-	unsigned int vram_mb;	    /* per GPU */
+	unsigned int vram_mb[WL_MAX_GPUS]; /* per GPU, in GPU order */
 	unsigned int bo_mb;	    /* largest content BO */
 	unsigned int hb_timeout_ms; /* how long a queue may look stalled */
 	const char *state;	    /* state file; results go to <state>.verify/.heartbeat */
+	bool render_first;	    /* open the render nodes before /dev/kfd (kfd_workload) */
 };
 
 /* parse the common options; exits with WL_EXIT_USAGE on a bad command line */

@@ -52,12 +52,15 @@ void wl_info(const char *fmt, ...)
 static void usage(FILE *to)
 {
 	fprintf(to,
-		"usage: %s --state FILE [--gpus N] [--vram-mb M] [--bo-mb B] [--hb-timeout-ms T]\n"
+		"usage: %s --state FILE [--gpus N] [--vram-mb M[,M...]] [--bo-mb B] [--hb-timeout-ms T]\n"
+		"          [--render-first]\n"
 		"  --state FILE       state file written once set up; results in FILE.verify, FILE.heartbeat\n"
 		"  --gpus N           use the first N GPU nodes of the topology (default: all)\n"
-		"  --vram-mb M        VRAM per GPU in content BOs (default %d)\n"
+		"  --vram-mb M[,M...] VRAM per GPU in content BOs, one value per GPU in order, the last\n"
+		"                     repeated for the rest (default %d)\n"
 		"  --bo-mb B          largest content BO (default %d)\n"
 		"  --hb-timeout-ms T  how long a queue's heartbeat may stall (default %d)\n"
+		"  --render-first     open the render nodes before /dev/kfd (kfd_workload only)\n"
 		"signals: SIGUSR1 verify, SIGUSR2 heartbeat check, SIGTERM/SIGINT exit\n",
 		wl_prog, WL_DEFAULT_VRAM_MB, WL_DEFAULT_BO_MB, WL_DEFAULT_HB_TIMEOUT_MS);
 }
@@ -76,6 +79,32 @@ static unsigned int parse_uint(const char *opt, const char *s, unsigned int min,
 	return (unsigned int)v;
 }
 
+/* "M[,M...]": one value per GPU, the last one repeated for the GPUs after it */
+static void parse_vram_list(const char *s, unsigned int *out)
+{
+	char buf[256], *tok, *save = NULL;
+	unsigned int i = 0;
+
+	if (strlen(s) >= sizeof(buf)) {
+		wl_err("--vram-mb: '%s' is too long", s);
+		exit(WL_EXIT_USAGE);
+	}
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (i == WL_MAX_GPUS) {
+			wl_err("--vram-mb: more than %d values", WL_MAX_GPUS);
+			exit(WL_EXIT_USAGE);
+		}
+		out[i++] = parse_uint("--vram-mb", tok, 1, 1 << 20);
+	}
+	if (!i) {
+		wl_err("--vram-mb: '%s' has no value", s);
+		exit(WL_EXIT_USAGE);
+	}
+	for (; i < WL_MAX_GPUS; i++)
+		out[i] = out[i - 1];
+}
+
 void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 {
 	static const struct option longopts[] = {
@@ -84,6 +113,7 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 		{ "bo-mb", required_argument, NULL, 'b' },
 		{ "state", required_argument, NULL, 's' },
 		{ "hb-timeout-ms", required_argument, NULL, 't' },
+		{ "render-first", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -95,20 +125,24 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	*o = (struct wl_opts) {
-		.vram_mb = WL_DEFAULT_VRAM_MB,
 		.bo_mb = WL_DEFAULT_BO_MB,
 		.hb_timeout_ms = WL_DEFAULT_HB_TIMEOUT_MS,
 	};
+	for (c = 0; c < WL_MAX_GPUS; c++)
+		o->vram_mb[c] = WL_DEFAULT_VRAM_MB;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'g':
 			o->gpus = parse_uint("--gpus", optarg, 1, WL_MAX_GPUS);
 			break;
 		case 'm':
-			o->vram_mb = parse_uint("--vram-mb", optarg, 1, 1 << 20);
+			parse_vram_list(optarg, o->vram_mb);
 			break;
 		case 'b':
 			o->bo_mb = parse_uint("--bo-mb", optarg, 1, 1 << 20);
+			break;
+		case 'r':
+			o->render_first = true;
 			break;
 		case 's':
 			o->state = optarg;

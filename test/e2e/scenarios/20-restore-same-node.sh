@@ -1,0 +1,50 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Dump, kill and restore on the same emulated node (2xmi210), for both workloads: the restored
+# task has every BO at the same VA with the same handle, every byte, its mappings and events, and
+# its queues run again (SIGUSR1 VERIFY OK, SIGUSR2 HEARTBEAT OK).
+# timeout: 180
+. test/vm/lib.sh
+. test/e2e/lib.sh
+e2e_require
+scenario_warnings_begin
+
+for w in kfd hsakmt; do
+	if ! emu_reload preset=2xmi210; then
+		tap_not_ok "$w: load the emulator (2xmi210)"
+		continue
+	fi
+	wl_start "$w" "$w" --vram-mb 2 --bo-mb 1 || { tap_not_ok "$w: the workload gets ready"; continue; }
+	pid=$WL_PID state=$WL_STATE img=/tmp/img-20-$w
+	tap_verify "$w: VERIFY OK before the dump" "$pid" "$state"
+
+	if wl_dump "$pid" "$img"; then
+		tap_ok "$w: criu dump"
+	else
+		tap_not_ok "$w: criu dump" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	missing=""
+	for id in $(state_gpu_ids "$state"); do
+		ls "$img"/amdgpu-pages-*-"$(printf %04x "$id")".img >/dev/null 2>&1 || missing+=" pages of $id"
+	done
+	ls "$img"/amdgpu-kfd-*.img >/dev/null 2>&1 || missing+=" amdgpu-kfd"
+	if [ -z "$missing" ]; then
+		tap_ok "$w: the image has amdgpu-kfd and one pages file per GPU"
+	else
+		tap_not_ok "$w: the image has amdgpu-kfd and one pages file per GPU" "missing:$missing"
+	fi
+	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+	tap_check "$w: the dumped task is gone" task_gone "$pid" "$state"
+
+	if wl_restore "$img"; then
+		tap_ok "$w: criu restore"
+	else
+		tap_not_ok "$w: criu restore" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	tap_log_has "$w: the plugin resumed the queues" "$CRIU_LAST_LOG" "amdgpu_plugin: pid $pid: GPU queues resumed"
+	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
+	tap_alive_verified "$w: restored" "$pid" "$state"
+	wl_kill "$pid"
+done
+e2e_done

@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Restore on a larger compatible node: dump on 2xmi210, restore after the emulator is reloaded as
+# 4xmi210 (four MI210s on PCIe, every per-GPU property identical), for both workloads. Two of the
+# four GPUs take the image's; the task verifies every byte and runs its queues again.
+# timeout: 180
+. test/vm/lib.sh
+. test/e2e/lib.sh
+e2e_require
+scenario_warnings_begin
+
+for w in kfd hsakmt; do
+	if ! emu_reload preset=2xmi210; then
+		tap_not_ok "$w: load the emulator (2xmi210)"
+		continue
+	fi
+	wl_start "$w" "$w" --vram-mb 2 --bo-mb 1 || { tap_not_ok "$w: the workload gets ready"; continue; }
+	pid=$WL_PID state=$WL_STATE img=/tmp/img-22-$w
+	if wl_dump "$pid" "$img"; then
+		tap_ok "$w: criu dump on 2xmi210"
+	else
+		tap_not_ok "$w: criu dump on 2xmi210" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+
+	if ! emu_reload preset=4xmi210 render_minor_base=132; then
+		tap_not_ok "$w: reload the emulator as 4xmi210"
+		continue
+	fi
+	n=$(emu_gpu_nodes | wc -l)
+	[ "$n" -eq 4 ] || log "4xmi210 shows $n GPUs"
+	if wl_restore "$img"; then
+		tap_ok "$w: criu restore on 4xmi210"
+	else
+		tap_not_ok "$w: criu restore on 4xmi210" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	tap_log_has "$w: the image's two GPUs map onto two of the four" "$CRIU_LAST_LOG" \
+		'GPU map \(image -> local\) 0x[0-9a-f]+->0x[0-9a-f]+, 0x[0-9a-f]+->0x[0-9a-f]+$'
+	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
+	tap_alive_verified "$w: restored on 4xmi210" "$pid" "$state"
+	wl_kill "$pid"
+done
+e2e_done

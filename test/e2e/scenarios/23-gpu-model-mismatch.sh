@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# A GPU model mismatch is refused: dump on 2xmi210 (MI210, device 0x740f), restore after the
+# emulator is reloaded as mi250x (device 0x740c), for both workloads. criu restore fails, its log
+# names the GPU, the property and both values, and no restored task (nor KFD process) is left.
+# timeout: 180
+. test/vm/lib.sh
+. test/e2e/lib.sh
+e2e_require
+scenario_warnings_begin
+
+for w in kfd hsakmt; do
+	if ! emu_reload preset=2xmi210; then
+		tap_not_ok "$w: load the emulator (2xmi210)"
+		continue
+	fi
+	wl_start "$w" "$w" --vram-mb 2 --bo-mb 1 || { tap_not_ok "$w: the workload gets ready"; continue; }
+	pid=$WL_PID state=$WL_STATE img=/tmp/img-23-$w
+	if wl_dump "$pid" "$img"; then
+		tap_ok "$w: criu dump on 2xmi210"
+	else
+		tap_not_ok "$w: criu dump on 2xmi210" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+
+	if ! emu_reload preset=mi250x; then
+		tap_not_ok "$w: reload the emulator as mi250x"
+		continue
+	fi
+	if wl_restore "$img"; then
+		tap_not_ok "$w: criu restore on mi250x fails" "it succeeded"
+	else
+		tap_ok "$w: criu restore on mi250x fails"
+	fi
+	tap_log_has "$w: the log names the GPU, device_id and both values" "$CRIU_LAST_LOG" \
+		'amdgpu_plugin: .*gpu 0x(c1e6|2b8c) .*no local GPU fits.*has device_id 0x740c, not 0x740f'
+	tap_no_task "$w: no restored task is left" "$pid" "$state"
+	tap_no_kfd_process "$w: no KFD process is left in the emulator"
+done
+e2e_done

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Older firmware on the target: dump on 2xmi210 (MEC firmware 78), reload the emulator with
+# fw_version=70, for both workloads. The restore is refused, naming the GPU, fw_version, both
+# values and KFD_FW_VER_CHECK, with no task left; with KFD_FW_VER_CHECK=0 the same image restores
+# and the task verifies and runs.
+# timeout: 180
+. test/vm/lib.sh
+. test/e2e/lib.sh
+e2e_require
+scenario_warnings_begin
+
+for w in kfd hsakmt; do
+	if ! emu_reload preset=2xmi210; then
+		tap_not_ok "$w: load the emulator (2xmi210)"
+		continue
+	fi
+	wl_start "$w" "$w" --vram-mb 2 --bo-mb 1 || { tap_not_ok "$w: the workload gets ready"; continue; }
+	pid=$WL_PID state=$WL_STATE img=/tmp/img-24-$w
+	if wl_dump "$pid" "$img"; then
+		tap_ok "$w: criu dump with firmware 78"
+	else
+		tap_not_ok "$w: criu dump with firmware 78" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+
+	if ! emu_reload preset=2xmi210 fw_version=70 gpu_ids=0x5150,0x7170; then
+		tap_not_ok "$w: reload the emulator with fw_version=70"
+		continue
+	fi
+	fw=$(emu_node_prop "$(emu_gpu_nodes | head -n1)" fw_version)
+	[ "$fw" = 70 ] || log "the emulator shows fw_version $fw, not 70"
+	if wl_restore "$img"; then
+		tap_not_ok "$w: criu restore onto firmware 70 fails" "it succeeded"
+		wl_kill "$pid"
+	else
+		tap_ok "$w: criu restore onto firmware 70 fails"
+	fi
+	tap_log_has "$w: the log names the GPU, fw_version, both values and KFD_FW_VER_CHECK" "$CRIU_LAST_LOG" \
+		'amdgpu_plugin: .*gpu 0x(c1e6|2b8c) .*has fw_version 70 < 78 \(KFD_FW_VER_CHECK=0 disables this check\)'
+	tap_no_task "$w: no restored task is left" "$pid" "$state"
+	tap_no_kfd_process "$w: no KFD process is left in the emulator"
+
+	if KFD_FW_VER_CHECK=0 wl_restore "$img"; then
+		tap_ok "$w: criu restore with KFD_FW_VER_CHECK=0"
+	else
+		tap_not_ok "$w: criu restore with KFD_FW_VER_CHECK=0" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	tap_log_has "$w: the plugin took KFD_FW_VER_CHECK=0" "$CRIU_LAST_LOG" 'param: KFD_FW_VER_CHECK:N'
+	tap_alive_verified "$w: restored onto firmware 70" "$pid" "$state"
+	wl_kill "$pid"
+done
+e2e_done

@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# criu dump -R (--leave-running), for both workloads: the task keeps running, its queues run
+# again (the heartbeat advances) and it verifies; then the original is killed and the image is
+# restored "elsewhere" (the emulator reloaded with other gpu_ids and render minors), where it
+# verifies and runs too.
+# timeout: 180
+. test/vm/lib.sh
+. test/e2e/lib.sh
+e2e_require
+scenario_warnings_begin
+
+# queue_beats <pid>: the heartbeat counts of the process's queues in the emulator, one line.
+queue_beats() {
+	awk -v pid="$1" '$1 == "process" { cur = ($3 == pid) } cur && $1 == "queue" { printf "%s ", $10 }' \
+		/sys/kernel/debug/amdgpu_emu/processes
+}
+
+for w in kfd hsakmt; do
+	if ! emu_reload preset=2xmi210; then
+		tap_not_ok "$w: load the emulator (2xmi210)"
+		continue
+	fi
+	wl_start "$w" "$w" --vram-mb 2 --bo-mb 1 || { tap_not_ok "$w: the workload gets ready"; continue; }
+	pid=$WL_PID state=$WL_STATE img=/tmp/img-26-$w
+	if wl_dump "$pid" "$img" -R; then
+		tap_ok "$w: criu dump -R"
+	else
+		tap_not_ok "$w: criu dump -R" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	# criu restores the task's stdout file at the size it had at the dump: keep that version
+	cp "$RESULTS_DIR/$w.out" "/tmp/img-26-$w.out"
+	tap_log_has "$w: the plugin resumed the queues after the dump" "$CRIU_LAST_LOG" \
+		"amdgpu_plugin: pid $pid: queues resumed"
+	before=$(queue_beats "$pid")
+	sleep 1
+	after=$(queue_beats "$pid")
+	if [ -n "$before" ] && [ "$before" != "$after" ]; then
+		tap_ok "$w: the emulator's heartbeat of its queues advances ($before-> $after)"
+	else
+		tap_not_ok "$w: the emulator's heartbeat of its queues advances" "before: '$before', after: '$after'"
+	fi
+	tap_alive_verified "$w: left running" "$pid" "$state"
+
+	wl_kill "$pid"
+	mv "$RESULTS_DIR/$w.out" "$RESULTS_DIR/$w-left-running.out"
+	cp "/tmp/img-26-$w.out" "$RESULTS_DIR/$w.out"
+	if ! emu_reload preset=2xmi210 gpu_ids=0x0a0b,0x0c0d render_minor_base=150; then
+		tap_not_ok "$w: reload the emulator with other gpu_ids"
+		continue
+	fi
+	if wl_restore "$img"; then
+		tap_ok "$w: criu restore of the -R image on other gpu_ids"
+	else
+		tap_not_ok "$w: criu restore of the -R image on other gpu_ids" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
+	tap_alive_verified "$w: restored from the -R image" "$pid" "$state"
+	wl_kill "$pid"
+done
+e2e_done

@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Pins upstream plugin defects (upstream-plugin.md §10) that the other scenarios do not name:
+#   1   SDMA COPY_LINEAR count: content BOs of 2.5 MiB (one 2 MiB packet and a remainder) restored
+#       byte for byte;
+#   2, 12  multi-GPU BO selection and pages-file offsets: 5 MiB of VRAM on GPU 0, 3 MiB on GPU 1;
+#       each pages file holds exactly its GPU's BOs, and GPU 1's come back intact on other ids;
+#   4   a restore whose render node is missing fails, naming the path, and leaves nothing behind.
+# (Item 3 is 28-recheckpoint-remapped, item 10 is 29-render-before-kfd.) kfd_workload only: it
+# lists every BO with its KFD flags, so the pages files can be checked against it.
+# timeout: 180
+. test/vm/lib.sh
+. test/e2e/lib.sh
+e2e_require
+scenario_warnings_begin
+
+emu_reload preset=2xmi210 || { tap_not_ok "load the emulator (2xmi210)"; tap_done; }
+wl_start kfd kfd --vram-mb 5,3 --bo-mb 3 || { tap_not_ok "the workload gets ready"; tap_done; }
+pid=$WL_PID state=$WL_STATE img=/tmp/img-31
+n=$(awk '$1 == "bo" && $6 ~ /^vram/ && $10 == "0x280000"' "$state" | wc -l)
+[ "$n" -eq 2 ] || log "expected two 2.5 MiB VRAM BOs on GPU 0, the state file lists $n"
+gpu1=$(state_gpu_ids "$state" | sed -n 2p)
+
+if wl_dump "$pid" "$img"; then
+	tap_ok "criu dump"
+else
+	tap_not_ok "criu dump" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+fi
+wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+for id in $(state_gpu_ids "$state"); do
+	# VRAM (0x1) and GTT (0x2) BOs are the ones whose contents go through the pages files
+	want=8
+	while read -r _ _ _ gpu _ _ _ _ _ size _ flags _; do
+		[ "$gpu" = "$id" ] && ((flags & 3)) && want=$((want + size))
+	done < <(grep '^bo ' "$state")
+	f=$(ls "$img"/amdgpu-pages-*-"$(printf %04x "$id")".img 2>/dev/null)
+	got=$([ -n "$f" ] && stat -c %s "$f")
+	if [ "$got" = "$want" ]; then
+		tap_ok "upstream §10.12: GPU $id's pages file holds exactly its own BOs ($want bytes)"
+	else
+		tap_not_ok "upstream §10.12: GPU $id's pages file holds exactly its own BOs ($want bytes)" \
+			"${f:-no pages file}: ${got:-?} bytes"
+	fi
+done
+
+emu_reload preset=2xmi210 gpu_ids=0x0d01,0x0d02 render_minor_base=170 ||
+	{ tap_not_ok "reload the emulator with gpu_ids 0x0d01,0x0d02"; tap_done; }
+minor=$(emu_node_prop "$(emu_gpu_nodes | sed -n 2p)" drm_render_minor)
+node=/dev/dri/renderD$minor
+if rm "$node"; then
+	if wl_restore "$img"; then
+		tap_not_ok "upstream §10.4: restore with $node missing fails" "it succeeded"
+		wl_kill "$pid"
+	else
+		tap_ok "upstream §10.4: restore with $node missing fails"
+	fi
+	tap_log_has "upstream §10.4: the error names $node" "$CRIU_LAST_LOG" \
+		"amdgpu_plugin: cannot open $node for GPU 0x0*d02: No such file or directory"
+	tap_no_task "upstream §10.4: no task is left" "$pid" "$state"
+	tap_no_kfd_process "upstream §10.4: no KFD process is left in the emulator"
+	mknod -m 666 "$node" c 226 "$minor" || log "cannot recreate $node"
+else
+	tap_not_ok "remove $node"
+fi
+
+if wl_restore "$img"; then
+	tap_ok "restore on gpu_ids 0x0d01,0x0d02"
+else
+	tap_not_ok "restore on gpu_ids 0x0d01,0x0d02" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+fi
+line=$(wl_ask "$pid" "$state" verify)
+bad=$(grep -i 'size 0x280000' "$state.verify" 2>/dev/null | head -n 3)
+if [ -s "$state.verify" ] && [ -z "$bad" ]; then
+	tap_ok "upstream §10.1: every byte of the 2.5 MiB BOs (2 MiB packet + 0.5 MiB) is back"
+else
+	tap_not_ok "upstream §10.1: every byte of the 2.5 MiB BOs (2 MiB packet + 0.5 MiB) is back" "${bad:-$line}"
+fi
+bad=$(grep -i "gpu $gpu1" "$state.verify" 2>/dev/null | head -n 3)
+if [ -s "$state.verify" ] && [ -z "$bad" ]; then
+	tap_ok "upstream §10.2: every byte of GPU 1's BOs (pages file of its own, after GPU 0's 5 MiB) is back"
+else
+	tap_not_ok "upstream §10.2: every byte of GPU 1's BOs (pages file of its own, after GPU 0's 5 MiB) is back" \
+		"${bad:-$line}"
+fi
+tap_alive_verified "restored on other ids" "$pid" "$state"
+wl_kill "$pid"
+e2e_done
