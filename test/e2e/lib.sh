@@ -103,6 +103,33 @@ wl_dump() {
 	criu_dump "$pid" "$dir" --link-remap "$@"
 }
 
+# wl_fresh <workload> <emulator params...> -- [workload args...]: (re)loads the emulator with
+# the params, starts the workload there and sets pid and state. A failing step is reported in TAP
+# and the function returns false.
+wl_fresh() {
+	local w=$1 params=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		params+=("$1")
+		shift
+	done
+	[ $# -eq 0 ] || shift
+	emu_reload "${params[@]}" || { tap_not_ok "$w: load the emulator (${params[*]})"; return 1; }
+	wl_start "$w" "$w" "$@" || { tap_not_ok "$w: the workload gets ready"; return 1; }
+	pid=$WL_PID state=$WL_STATE
+}
+
+# tap_dump <name> <pid> <image dir> [criu args...]: criu dump (wl_dump) as one TAP result.
+tap_dump() {
+	local name=$1 p=$2 dir=$3
+	shift 3
+	if wl_dump "$p" "$dir" "$@"; then
+		tap_ok "$name"
+	else
+		tap_not_ok "$name" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+}
+
 wl_restore() {
 	local dir=$1
 	shift

@@ -11,19 +11,11 @@ e2e_require
 scenario_warnings_begin
 
 for w in kfd hsakmt; do
-	if ! emu_reload preset=2xmi210; then
-		tap_not_ok "$w: load the emulator (2xmi210)"
-		continue
-	fi
-	wl_start "$w" "$w" --vram-mb 2 --bo-mb 1 || { tap_not_ok "$w: the workload gets ready"; continue; }
-	pid=$WL_PID state=$WL_STATE img=/tmp/img-20-$w
+	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
+	img=/tmp/img-20-$w
 	tap_verify "$w: VERIFY OK before the dump" "$pid" "$state"
 
-	if wl_dump "$pid" "$img"; then
-		tap_ok "$w: criu dump"
-	else
-		tap_not_ok "$w: criu dump" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	tap_dump "$w: criu dump" "$pid" "$img"
 	missing=""
 	for id in $(state_gpu_ids "$state"); do
 		ls "$img"/amdgpu-pages-*-"$(printf %04x "$id")".img >/dev/null 2>&1 || missing+=" pages of $id"

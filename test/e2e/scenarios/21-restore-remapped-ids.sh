@@ -13,17 +13,9 @@ scenario_warnings_begin
 
 new_ids=0x1234,0x4321 new_base=140
 for w in kfd hsakmt; do
-	if ! emu_reload preset=2xmi210; then
-		tap_not_ok "$w: load the emulator (2xmi210)"
-		continue
-	fi
-	wl_start "$w" "$w" --vram-mb 3,2 --bo-mb 2 || { tap_not_ok "$w: the workload gets ready"; continue; }
-	pid=$WL_PID state=$WL_STATE img=/tmp/img-21-$w
-	if wl_dump "$pid" "$img"; then
-		tap_ok "$w: criu dump"
-	else
-		tap_not_ok "$w: criu dump" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	wl_fresh "$w" preset=2xmi210 -- --vram-mb 3,2 --bo-mb 2 || continue
+	img=/tmp/img-21-$w
+	tap_dump "$w: criu dump" "$pid" "$img"
 	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
 
 	if ! emu_reload preset=2xmi210 gpu_ids=$new_ids render_minor_base=$new_base; then

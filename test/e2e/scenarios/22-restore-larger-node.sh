@@ -11,17 +11,9 @@ e2e_require
 scenario_warnings_begin
 
 for w in kfd hsakmt; do
-	if ! emu_reload preset=2xmi210; then
-		tap_not_ok "$w: load the emulator (2xmi210)"
-		continue
-	fi
-	wl_start "$w" "$w" --vram-mb 2 --bo-mb 1 || { tap_not_ok "$w: the workload gets ready"; continue; }
-	pid=$WL_PID state=$WL_STATE img=/tmp/img-22-$w
-	if wl_dump "$pid" "$img"; then
-		tap_ok "$w: criu dump on 2xmi210"
-	else
-		tap_not_ok "$w: criu dump on 2xmi210" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
+	img=/tmp/img-22-$w
+	tap_dump "$w: criu dump on 2xmi210" "$pid" "$img"
 	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
 
 	if ! emu_reload preset=4xmi210 render_minor_base=132; then

@@ -18,17 +18,9 @@ queue_beats() {
 }
 
 for w in kfd hsakmt; do
-	if ! emu_reload preset=2xmi210; then
-		tap_not_ok "$w: load the emulator (2xmi210)"
-		continue
-	fi
-	wl_start "$w" "$w" --vram-mb 2 --bo-mb 1 || { tap_not_ok "$w: the workload gets ready"; continue; }
-	pid=$WL_PID state=$WL_STATE img=/tmp/img-26-$w
-	if wl_dump "$pid" "$img" -R; then
-		tap_ok "$w: criu dump -R"
-	else
-		tap_not_ok "$w: criu dump -R" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
+	img=/tmp/img-26-$w
+	tap_dump "$w: criu dump -R" "$pid" "$img" -R
 	# criu restores the task's stdout file at the size it had at the dump: keep that version
 	cp "$RESULTS_DIR/$w.out" "/tmp/img-26-$w.out"
 	tap_log_has "$w: the plugin resumed the queues after the dump" "$CRIU_LAST_LOG" \
