@@ -7,6 +7,7 @@
 #include "hsakmt_shm.hpp"
 #include "image_store.hpp"
 #include "kfd_ioctl.hpp"
+#include "kfd_priv_data.hpp"
 #include "log.hpp"
 #include "topology_image.hpp"
 
@@ -42,34 +43,6 @@ void check_kfd_version(int fd, const std::string &path)
 	if (v.major != kfd::kMinMajor || v.minor < kfd::kMinMinor)
 		fail(-EPROTONOSUPPORT, "KFD ioctl interface %u.%u cannot restore: %u.%u or newer is needed", v.major,
 		     v.minor, kfd::kMinMajor, kfd::kMinMinor);
-}
-
-// KFD RESTORE wants a device bucket for every GPU the task can see, and skips as many device
-// records of the private data (6.1 layout, kfd-abi.md §1.3: process record, one record per device,
-// then BOs and objects; device records are never filled). On a node with more GPUs than the image
-// the records of the extra GPUs are added, zeroed, so that the rest of the blob stays in place.
-constexpr size_t kPrivProcessBytes = 8;
-constexpr size_t kPrivDeviceBytes = 8;
-constexpr uint32_t kPrivVersion = 1;
-
-std::vector<uint8_t> priv_for_devices(const CriuKfd &msg, size_t devices, const std::string &image)
-{
-	std::vector<uint8_t> priv(msg.priv_data.data, msg.priv_data.data + msg.priv_data.len);
-	const size_t image_devices = msg.num_of_gpus;
-	if (devices == image_devices)
-		return priv;
-	uint32_t version = 0;
-	if (priv.size() >= sizeof(version))
-		std::memcpy(&version, priv.data(), sizeof(version));
-	const size_t records_end = kPrivProcessBytes + image_devices * kPrivDeviceBytes;
-	if (devices < image_devices || version != kPrivVersion || priv.size() < records_end)
-		fail(-EINVAL,
-		     "%s: cannot give the driver state of %zu GPUs to %zu (private data version %u, %zu bytes; "
-		     "version %u expected)",
-		     image.c_str(), image_devices, devices, version, priv.size(), kPrivVersion);
-	priv.insert(priv.begin() + static_cast<std::ptrdiff_t>(records_end),
-		    (devices - image_devices) * kPrivDeviceBytes, 0);
-	return priv;
 }
 
 std::string describe_map(const GpuMap &map)
@@ -220,7 +193,8 @@ int RestoreSession::restore_kfd(uint32_t id)
 		bos[i].alloc_flags = e.alloc_flags;
 		bos[i].dmabuf_fd = KFD_INVALID_FD;
 	}
-	std::vector<uint8_t> priv = priv_for_devices(*msg, devices.size(), image);
+	std::vector<uint8_t> priv = priv_data_for_devices({ msg->priv_data.data, msg->priv_data.len }, msg->num_of_gpus,
+							  devices.size(), image);
 	if (devices.size() != msg->num_of_gpus)
 		pr_info("pid %u: %zu local GPUs for the image's %u; the others get empty driver records", msg->pid,
 			devices.size(), msg->num_of_gpus);

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The KFD's private checkpoint data is opaque to the plugin, with one exception: RESTORE takes a
+// device bucket for every GPU the restoring task can see and skips as many device records of the
+// data. Restoring onto a node with more GPUs than the image therefore needs device records for
+// the extra GPUs. Layout (6.1, private-data version 1, kfd-abi.md §1.3): an 8-byte process record
+// starting with the version, one 8-byte record per device (never filled by the kernel), then BOs
+// and objects.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace amdgpu {
+
+// The private data for `devices` GPUs, made from the image's data for `image_devices`: the same
+// bytes with zeroed device records inserted after the image's. Throws Error(-EINVAL) naming
+// `image` for fewer GPUs, another version, or data too short to hold the records.
+std::vector<uint8_t> priv_data_for_devices(std::span<const uint8_t> priv, size_t image_devices, size_t devices,
+					   const std::string &image);
+
+} // namespace amdgpu
