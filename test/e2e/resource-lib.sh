@@ -225,14 +225,18 @@ vram_roundtrip() {
 	tap_wl_check "restored queues beat" "$pid" USR2 "$state" 60
 
 	log "figures (not checks): dump ${t_dump} s, restore ${t_restore} s (whole criu runs) for $vram MiB of VRAM"
+	# The per-GPU figures go into the results' text too, so that the suite's output shows them.
+	local figures=""
 	while read -r gpu mib s mbps staging; do
 		log "  dump    GPU $gpu: $mib MiB in $s s = $mbps MB/s (staging $staging MiB)"
+		figures+="${figures:+, }dump $gpu $mib MiB $s s $mbps MB/s"
 	done < <(copy_figures "$dump_log" saved)
 	while read -r gpu mib s mbps staging; do
 		log "  restore GPU $gpu: $mib MiB in $s s = $mbps MB/s (staging $staging MiB)"
+		figures+="${figures:+, }restore $gpu $mib MiB $s s $mbps MB/s"
 	done < <(copy_figures "$restore_log" restored)
 	if [ -n "$(copy_figures "$dump_log" saved)" ] && [ -n "$(copy_figures "$restore_log" restored)" ]; then
-		tap_ok "the plugin logs its per-GPU copy figures"
+		tap_ok "the plugin logs its per-GPU copy figures: $figures"
 	else
 		tap_not_ok "the plugin logs its per-GPU copy figures" "no 'saved GPU'/'restored GPU' line in the criu logs"
 	fi
