@@ -13,7 +13,7 @@
 
 #include "emu.h"
 
-#define EMU_FAULT_WRITE_MAX	1024
+#define EMU_CONTROL_WRITE_MAX	1024
 
 static struct dentry *emu_debugfs_dir;
 
@@ -35,20 +35,32 @@ static int emu_fault_open(struct inode *inode, struct file *file)
 	return single_open(file, emu_fault_seq_show, NULL);
 }
 
-static ssize_t emu_fault_write(struct file *file, const char __user *ubuf,
-			       size_t len, loff_t *ppos)
+/* What is written to a control file, NUL-terminated and bounded, handed to its parser. */
+static ssize_t emu_control_write(const char __user *ubuf, size_t len,
+				 int (*parse)(char *buf))
 {
 	char *buf;
 	int ret;
 
-	if (len > EMU_FAULT_WRITE_MAX)
+	if (len > EMU_CONTROL_WRITE_MAX)
 		return -EINVAL;
-	buf = memdup_user(ubuf, len);
+	buf = memdup_user_nul(ubuf, len);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
-	ret = emu_fault_parse(buf, len);
+	ret = parse(buf);
 	kfree(buf);
 	return ret ? ret : len;
+}
+
+static int emu_fault_parse_string(char *buf)
+{
+	return emu_fault_parse(buf, strlen(buf));
+}
+
+static ssize_t emu_fault_write(struct file *file, const char __user *ubuf,
+			       size_t len, loff_t *ppos)
+{
+	return emu_control_write(ubuf, len, emu_fault_parse_string);
 }
 
 static const struct file_operations emu_fault_fops = {
@@ -74,17 +86,7 @@ static int emu_access_open(struct inode *inode, struct file *file)
 static ssize_t emu_access_write(struct file *file, const char __user *ubuf,
 				size_t len, loff_t *ppos)
 {
-	char *buf;
-	int ret;
-
-	if (len > EMU_FAULT_WRITE_MAX)
-		return -EINVAL;
-	buf = memdup_user_nul(ubuf, len);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
-	ret = emu_access_parse(buf);
-	kfree(buf);
-	return ret ? ret : len;
+	return emu_control_write(ubuf, len, emu_access_parse);
 }
 
 static const struct file_operations emu_access_fops = {
