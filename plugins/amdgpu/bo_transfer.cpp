@@ -188,6 +188,25 @@ CopyStats GpuWorker::run()
 
 } // namespace
 
+GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gpu_id,
+		    std::span<const kfd_criu_bo_bucket> bos)
+{
+	GpuCopyJob job;
+	job.image_gpu_id = image_gpu_id;
+	job.gpu_id = gpu_id;
+	job.numa_node = numa_node_of(topology, gpu_id);
+	for (const auto &bo : bos) {
+		if (bo.gpu_id != image_gpu_id || !(bo.alloc_flags & kfd::kContentMemFlags) || !bo.size)
+			continue;
+		if (bo.dmabuf_fd == KFD_INVALID_FD)
+			fail(-EINVAL, "GPU 0x%04x: KFD gave no dma-buf for the %llu-byte BO at 0x%llx", image_gpu_id,
+			     static_cast<unsigned long long>(bo.size), static_cast<unsigned long long>(bo.addr));
+		job.dmabuf_fds.push_back(static_cast<int>(bo.dmabuf_fd));
+		job.sizes.push_back(bo.size);
+	}
+	return job;
+}
+
 int numa_node_of(const Topology &topology, uint32_t gpu_id)
 {
 	const Node *gpu = topology.gpu(gpu_id);

@@ -8,6 +8,7 @@
 // the ring, bounded by KFD_MAX_BUFFER_SIZE per GPU, whatever the size of a BO or of VRAM.
 #pragma once
 
+#include "kfd_ioctl.hpp"
 #include "topology.hpp"
 
 #include <cstdint>
@@ -37,6 +38,13 @@ enum class CopyDirection {
 	to_image,   // dump
 	from_image, // restore
 };
+
+// The copy job of one GPU: its VRAM/GTT BOs among the KFD's buckets (which name GPUs by the id
+// the process knows, `image_gpu_id`), in bucket order, the order of the pages image; staging on
+// the GPU's NUMA node. The caller adds a render fd when the job has BOs. Throws Error(-EINVAL) for
+// a BO the KFD gave no dma-buf for.
+GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gpu_id,
+		    std::span<const kfd_criu_bo_bucket> bos);
 
 // The NUMA node of the CPU a GPU is attached to (its first valid PCIe link to a CPU node), or -1.
 int numa_node_of(const Topology &topology, uint32_t gpu_id);

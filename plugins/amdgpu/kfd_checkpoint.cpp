@@ -20,8 +20,6 @@ namespace amdgpu {
 
 namespace {
 
-constexpr uint32_t kContentFlags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT;
-
 // Bounds on what PROCESS_INFO may report before we allocate for it.
 constexpr uint32_t kMaxDevices = 1024;
 constexpr uint32_t kMaxBos = 1u << 22;
@@ -172,20 +170,7 @@ void DumpSession::save_contents(uint32_t pid, uint32_t id, std::span<const kfd_c
 	// them, holding that GPU's BOs in bucket order. BOs carry the id the process knows.
 	std::vector<GpuCopyJob> jobs;
 	for (const auto &dev : devices) {
-		GpuCopyJob job;
-		job.image_gpu_id = dev.user_gpu_id;
-		job.gpu_id = dev.actual_gpu_id;
-		job.numa_node = numa_node_of(local_topology(), dev.actual_gpu_id);
-		for (const auto &bo : bos) {
-			if (bo.gpu_id != dev.user_gpu_id || !(bo.alloc_flags & kContentFlags) || !bo.size)
-				continue;
-			if (bo.dmabuf_fd == KFD_INVALID_FD)
-				fail(-EINVAL, "pid %u: KFD gave no dma-buf for the %llu-byte BO at 0x%llx", pid,
-				     static_cast<unsigned long long>(bo.size),
-				     static_cast<unsigned long long>(bo.addr));
-			job.dmabuf_fds.push_back(static_cast<int>(bo.dmabuf_fd));
-			job.sizes.push_back(bo.size);
-		}
+		GpuCopyJob job = copy_job(local_topology(), dev.user_gpu_id, dev.actual_gpu_id, bos);
 		if (!job.sizes.empty())
 			job.render_fd = render_fd(dev.actual_gpu_id);
 		jobs.push_back(std::move(job));

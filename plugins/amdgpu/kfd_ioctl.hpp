@@ -16,6 +16,10 @@ namespace amdgpu::kfd {
 inline constexpr uint32_t kMinMajor = 1;
 inline constexpr uint32_t kMinMinor = 8;
 
+// BOs whose contents the plugin copies (the others are user memory criu dumps itself, or
+// apertures without contents).
+inline constexpr uint32_t kContentMemFlags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT;
+
 struct Version {
 	uint32_t major = 0;
 	uint32_t minor = 0;

@@ -24,9 +24,8 @@ namespace amdgpu {
 
 namespace {
 
-constexpr uint32_t kContentFlags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT;
 constexpr uint32_t kRemappedFlags =
-	kContentFlags | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP;
+	kfd::kContentMemFlags | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP;
 
 std::string_view without_double_slashes(std::string_view path)
 {
@@ -215,19 +214,7 @@ int RestoreSession::restore_kfd(uint32_t id)
 	std::vector<GpuCopyJob> jobs;
 	std::vector<unique_fd> copy_fds;
 	for (const auto &[user, actual] : map.gpu_ids) {
-		GpuCopyJob job;
-		job.image_gpu_id = user;
-		job.gpu_id = actual;
-		job.numa_node = numa_node_of(local_topology(), actual);
-		for (const auto &bo : bos) {
-			if (bo.gpu_id != user || !(bo.alloc_flags & kContentFlags) || !bo.size)
-				continue;
-			if (bo.dmabuf_fd == KFD_INVALID_FD)
-				fail(-EINVAL, "%s: KFD gave no dma-buf for the restored BO at 0x%llx", image.c_str(),
-				     static_cast<unsigned long long>(bo.addr));
-			job.dmabuf_fds.push_back(static_cast<int>(bo.dmabuf_fd));
-			job.sizes.push_back(bo.size);
-		}
+		GpuCopyJob job = copy_job(local_topology(), user, actual, bos);
 		if (!job.sizes.empty())
 			job.render_fd = copy_fds.emplace_back(open_render_node(actual)).get();
 		jobs.push_back(std::move(job));
@@ -241,7 +228,7 @@ int RestoreSession::restore_kfd(uint32_t id)
 		if (!(bo.alloc_flags & kRemappedFlags))
 			continue;
 		int fd = -1;
-		if (bo.alloc_flags & kContentFlags)
+		if (bo.alloc_flags & kfd::kContentMemFlags)
 			fd = render_fd(map.gpu_ids.at(bo.gpu_id));
 		vmas_.push_back({ bo.addr, bo.offset, bo.restored_offset, fd });
 	}
