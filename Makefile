@@ -36,11 +36,12 @@ PROTO_C    := $(BUILD)/images/criu-amdgpu.pb-c.c
 PROTO_H    := $(BUILD)/images/criu-amdgpu.pb-c.h
 PROTO_O    := $(BUILD)/images/criu-amdgpu.pb-c.o
 
-# The plugin core: everything but the hook entry, so tests and tools link it too.
-CORE_SRCS  := $(filter-out plugins/amdgpu/plugin_entry.cpp,$(wildcard plugins/amdgpu/*.cpp))
+# The plugin core: everything but the hook entry and the descriptor, so tests and tools link it too.
+ENTRY_SRCS := plugins/amdgpu/plugin_entry.cpp plugins/amdgpu/plugin_descriptor.cpp
+CORE_SRCS  := $(filter-out $(ENTRY_SRCS),$(wildcard plugins/amdgpu/*.cpp))
 CORE_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(CORE_SRCS)) $(PROTO_O)
 CORE_LIB   := $(BUILD)/libamdgpu_core.a
-ENTRY_OBJ  := $(BUILD)/plugins/amdgpu/plugin_entry.o
+ENTRY_OBJ  := $(patsubst %.cpp,$(BUILD)/%.o,$(ENTRY_SRCS))
 
 TOOL_SRCS  := $(wildcard tools/*.cpp)
 TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/bin/%,$(TOOL_SRCS))
@@ -52,6 +53,14 @@ UNIT_SRCS  := $(wildcard test/unit/*.cpp)
 CPPFLAGS   += -Itools/support
 UNIT_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT_SRCS))
 UNIT_BIN   := $(BUILD)/test/unit/unit-tests
+
+# The same plugin seen from criu 4.3: tests compiled against 4.3's criu-plugin.h (downloaded once by
+# test/criu/build.sh, never committed) in a host binary of their own. Built by `make check`, not by
+# `make`, so that building the plugin never needs the network.
+HEADER_43  := $(BUILD)/criu/4.3-header/criu/criu-plugin.h
+UNIT43_SRCS := $(wildcard test/unit/criu-4.3/*.cpp)
+UNIT43_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT43_SRCS))
+UNIT43_BIN := $(BUILD)/test/unit/criu-4.3-tests
 
 .PHONY: all deps plugin tools install check check-unit check-vm bench demo emu clean format
 .DEFAULT_GOAL := all
@@ -102,6 +111,16 @@ $(BUILD)/bench/%: $(BUILD)/test/bench/%.o $(HOST_OBJ) $(CORE_LIB)
 $(UNIT_BIN): $(UNIT_OBJS) $(HOST_OBJ) $(CORE_LIB) | $(PLUGIN)
 	$(CXX) -rdynamic -o $@ $^ $(LDLIBS) -lgtest -lgtest_main -ldl
 
+$(HEADER_43):
+	test/criu/build.sh --header-4.3 >/dev/null
+
+$(BUILD)/test/unit/criu-4.3/%.o: test/unit/criu-4.3/%.cpp $(HEADER_43) $(PROTO_H) | $(DRM_SHIM)
+	@mkdir -p $(dir $@)
+	$(CXX) -isystem $(BUILD)/criu/4.3-header -Itest/unit $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(UNIT43_BIN): $(UNIT43_OBJS) $(HOST_OBJ) | $(PLUGIN)
+	$(CXX) -rdynamic -o $@ $^ $(LDLIBS) -lgtest -lgtest_main -ldl
+
 install: $(PLUGIN) $(TOOLS)
 	install -d $(DESTDIR)$(PLUGINDIR)
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/amdgpu_plugin.so
@@ -110,11 +129,12 @@ install: $(PLUGIN) $(TOOLS)
 
 # The test command: installs what is missing, builds, runs every suite, prints one total line.
 check: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(UNIT43_BIN)
 	@test/run-all.sh
 
-check-unit: $(UNIT_BIN)
+check-unit: $(UNIT_BIN) $(UNIT43_BIN)
 	@test/unit/run.sh $(UNIT_BIN)
+	@test/unit/run.sh $(UNIT43_BIN)
 
 check-vm: all
 	@test/vm/run-suite.sh
@@ -130,7 +150,7 @@ emu:
 	@$(MAKE) --no-print-directory -C test/emu
 
 format:
-	clang-format -i $(wildcard plugins/amdgpu/*.[ch]pp tools/*.cpp test/unit/*.cpp test/unit/*/*.cpp)
+	clang-format -i $(wildcard plugins/amdgpu/*.[ch]pp tools/*.cpp test/unit/*.cpp test/unit/*/*.cpp test/unit/*/*.hpp)
 
 clean:
 	rm -rf $(BUILD) $(PLUGIN)

@@ -7,6 +7,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
 total_passed=0 total_failed=0 total_skipped=0
+# Same node, other gpu_ids, process tree, -R, late failure, re-checkpoint, render-before-kfd.
+CRIU_SCENARIOS='e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/27-* e2e/28-* e2e/29-*'
 start=$(date +%s)
 
 run_suite() {
@@ -34,12 +36,18 @@ run_suite() {
 }
 
 run_suite "unit tests" test/unit/run.sh build/test/unit/unit-tests
+run_suite "unit tests, the plugin as criu 4.3 calls it" test/unit/run.sh build/test/unit/criu-4.3-tests
 if [ "${SKIP_VM:-0}" = 1 ]; then
 	echo "=== VM suite skipped (SKIP_VM=1)"
 else
 	run_suite "VM suite" test/vm/run-suite.sh
 	# A BO over 4 GiB needs a guest larger than the suite's; it gets one of its own.
 	run_suite "VM suite, 10 GiB guest (BO over 4 GiB)" env VM_MEM=10240 VM_SCENARIOS='e2e/42-*' test/vm/run-suite.sh
+	# The checkpoint/restore scenarios once more under each newer criu users run (test/criu/).
+	for criu in ${CHECK_CRIU_VERSIONS:-4.1.1 4.2.1 4.3-abi}; do
+		run_suite "VM suite, criu $criu (checkpoint/restore scenarios)" \
+			env VM_CRIU="$criu" VM_SCENARIOS="$CRIU_SCENARIOS" test/vm/run-suite.sh
+	done
 fi
 
 echo "=== total time $(($(date +%s) - start)) s"

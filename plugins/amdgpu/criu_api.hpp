@@ -13,11 +13,3 @@ void print_on_level(unsigned int loglevel, const char *format, ...) __attribute_
 // only a criu binary provides it.
 int find_unused_fd_pid(int pid) __attribute__((weak));
 }
-
-namespace amdgpu {
-
-// criu 3.19 changed who owns the fd UPDATE_VMA_MAP returns: 3.17/3.18 dup() it and leave ours
-// open, 3.19+ use it and close it. cr_fchown() appeared in the same release.
-bool criu_takes_vma_fd_ownership();
-
-} // namespace amdgpu

@@ -2,6 +2,7 @@
 #include "kfd_restore.hpp"
 
 #include "bo_transfer.hpp"
+#include "criu_abi.hpp"
 #include "criu_api.hpp"
 #include "error.hpp"
 #include "hsakmt_shm.hpp"
@@ -277,7 +278,7 @@ int RestoreSession::update_vma(std::string_view path, uint64_t addr, uint64_t ol
 		if (!is_kfd && v.render_fd >= 0) {
 			// DRM only lets a BO be mapped through the file that owns it; criu must map this
 			// VMA through our render fd, not by reopening the path.
-			*fd = criu_takes_vma_fd_ownership() ? dup(v.render_fd) : v.render_fd;
+			*fd = running_criu().closes_vma_fd ? dup(v.render_fd) : v.render_fd;
 			if (*fd < 0)
 				fail_errno(errno, "cannot duplicate a render node fd for the mapping at 0x%llx",
 					   static_cast<unsigned long long>(addr));

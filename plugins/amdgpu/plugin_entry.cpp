@@ -6,8 +6,12 @@
 //
 // Hook contexts (criu 3.17): DUMP_EXT_FILE and HANDLE_DEVICE_VMA run in the criu process that
 // dumps; RESTORE_EXT_FILE and UPDATE_VMA_MAP run inside the task being restored; RESUME_DEVICES_LATE
-// runs in the criu main process once all tasks are restored.
+// runs in the criu main process once all tasks are restored. Which hooks criu is told about, and
+// their arguments in the criu at hand, is plugin_descriptor.cpp's and criu_abi.hpp's business.
 
+#include "plugin_hooks.hpp"
+
+#include "criu_abi.hpp"
 #include "criu_api.hpp"
 #include "device_files.hpp"
 #include "error.hpp"
@@ -91,10 +95,23 @@ const char *env_lookup(const char *name)
 	return secure_getenv(name);
 }
 
-int plugin_init(int stage)
+bool is_gpu_path(const char *path)
+{
+	// criu may hand paths with doubled slashes ("//dev/kfd").
+	while (path[0] == '/' && path[1] == '/')
+		path++;
+	return !strcmp(path, kKfdPath) || !strncmp(path, "/dev/dri/renderD", strlen("/dev/dri/renderD"));
+}
+
+} // namespace
+
+namespace hooks {
+
+int init(int stage)
 {
 	return guarded("init", [&] {
 		run = std::make_unique<PluginRun>(PluginRun { stage, options_from_env(env_lookup), nullptr, nullptr });
+		pr_info("%s", describe(running_criu()).c_str());
 		for (const std::string &line : describe(run->options))
 			pr_info("%s", line.c_str());
 		for (const std::string &line : run->options.errors)
@@ -103,7 +120,7 @@ int plugin_init(int stage)
 	});
 }
 
-void plugin_exit(int stage, int ret)
+void exit(int stage, int ret)
 {
 	guarded("exit", [&] {
 		pr_debug("exit: stage %d, criu result %d", stage, ret);
@@ -131,8 +148,12 @@ int dump_ext_file(int fd, int id)
 	});
 }
 
-int restore_ext_file(int id)
+int restore_ext_file(int id, bool *retry_needed)
 {
+	// Only criu's with the flag pass it (criu_abi.hpp), and they leave it uninitialised. The plugin
+	// restores a file in one call or fails: it never asks for a retry.
+	if (running_criu().restore_file_retry_flag && retry_needed)
+		*retry_needed = false;
 	return guarded("restore_ext_file", [&] {
 		const int dirfd = criu_get_image_dir();
 		const uint32_t uid = static_cast<uint32_t>(id);
@@ -156,14 +177,6 @@ int handle_device_vma(int fd, const struct stat *st)
 	});
 }
 
-bool is_gpu_path(const char *path)
-{
-	// criu may hand paths with doubled slashes ("//dev/kfd").
-	while (path[0] == '/' && path[1] == '/')
-		path++;
-	return !strcmp(path, kKfdPath) || !strncmp(path, "/dev/dri/renderD", strlen("/dev/dri/renderD"));
-}
-
 int update_vma_map(const char *path, const uint64_t addr, const uint64_t old_pgoff, uint64_t *new_pgoff, int *plugin_fd)
 {
 	return guarded("update_vma_map", [&] {
@@ -178,23 +191,5 @@ int resume_devices_late(int pid)
 	return guarded("resume_devices_late", [&] { return resume_gpu_process(pid); });
 }
 
-} // namespace
+} // namespace hooks
 } // namespace amdgpu
-
-using amdgpu::dump_ext_file;
-using amdgpu::handle_device_vma;
-using amdgpu::restore_ext_file;
-using amdgpu::resume_devices_late;
-using amdgpu::update_vma_map;
-
-extern "C" {
-#pragma GCC visibility push(default)
-CR_PLUGIN_REGISTER("amdgpu_plugin", amdgpu::plugin_init, amdgpu::plugin_exit)
-#pragma GCC visibility pop
-}
-
-CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__DUMP_EXT_FILE, dump_ext_file)
-CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__RESTORE_EXT_FILE, restore_ext_file)
-CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA, handle_device_vma)
-CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__UPDATE_VMA_MAP, update_vma_map)
-CR_PLUGIN_REGISTER_HOOK(CR_PLUGIN_HOOK__RESUME_DEVICES_LATE, resume_devices_late)

@@ -1,63 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
-// Loads the built amdgpu_plugin.so the way criu does (dlopen, look up CR_PLUGIN_DESC), with this
-// test binary standing in for criu's exported symbols.
-#include "criu_api.hpp"
-#include "criu_host.hpp"
-#include "support/temp_dir.hpp"
+// The plugin as criu 3.17 loads and calls it (support/loaded_plugin.hpp).
+#include "support/loaded_plugin.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <string>
-#include <vector>
 
 namespace amdgpu {
 namespace {
 
-constexpr const char *kPluginPath = "plugins/amdgpu/amdgpu_plugin.so";
-
-class PluginLoad : public ::testing::Test {
-protected:
-	void SetUp() override
-	{
-		handle_ = dlopen(kPluginPath, RTLD_NOW | RTLD_LOCAL);
-		ASSERT_NE(handle_, nullptr) << dlerror();
-		desc_ = static_cast<cr_plugin_desc_t *>(dlsym(handle_, "CR_PLUGIN_DESC"));
-		ASSERT_NE(desc_, nullptr) << dlerror();
-		host::set_log_sink([this](unsigned int level, const std::string &line) {
-			log_.push_back({ level, line });
-		});
-		host::set_image_dir(images_.fd());
-	}
-	void TearDown() override
-	{
-		host::set_log_sink(nullptr);
-		host::set_image_dir(-1);
-		if (handle_)
-			dlclose(handle_);
-	}
-
-	template <typename Hook> Hook *hook(int id) { return reinterpret_cast<Hook *>(desc_->hooks[id]); }
-
-	bool logged(unsigned int level, const std::string &needle) const
-	{
-		for (const auto &[l, line] : log_)
-			if (l == level && line.rfind("amdgpu_plugin: ", 0) == 0 &&
-			    line.find(needle) != std::string::npos)
-				return true;
-		return false;
-	}
-
-	void *handle_ = nullptr;
-	cr_plugin_desc_t *desc_ = nullptr;
-	test::TempDir images_;
-	std::vector<std::pair<unsigned int, std::string>> log_;
-};
+// This binary plays criu 3.17: it is built on bookworm's criu-plugin.h and exports nothing newer.
+using PluginLoad = test::LoadedPlugin;
 
 TEST_F(PluginLoad, DescriptorNamesThePluginAndItsFiveHooks)
 {
@@ -73,6 +29,20 @@ TEST_F(PluginLoad, DescriptorNamesThePluginAndItsFiveHooks)
 	for (int id : { CR_PLUGIN_HOOK__DUMP_UNIX_SK, CR_PLUGIN_HOOK__RESTORE_UNIX_SK, CR_PLUGIN_HOOK__DUMP_EXT_MOUNT,
 			CR_PLUGIN_HOOK__RESTORE_EXT_MOUNT, CR_PLUGIN_HOOK__DUMP_EXT_LINK })
 		EXPECT_EQ(desc_->hooks[id], nullptr) << "hook " << id;
+}
+
+TEST_F(PluginLoad, RestoreLeavesMemoryAloneWhereCriuPassesNoRetryFlag)
+{
+	// This host is a criu 3.17 (no newer hook names, no 4.3 exports): RESTORE_EXT_FILE is called as
+	// (int id). Whatever sits in the second argument register is not a flag and must not be written.
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__RESTORE), 0);
+	EXPECT_TRUE(logged(3, "criu hook ABI: 3.17/3.18 (10 hooks, RESTORE_EXT_FILE(id)"));
+	using RestoreWithFlag = int(int, unsigned char *);
+	auto *restore = hook<RestoreWithFlag>(CR_PLUGIN_HOOK__RESTORE_EXT_FILE);
+	unsigned char not_a_flag = 0xa5;
+	EXPECT_EQ(restore(3, &not_a_flag), -ENOTSUP);
+	EXPECT_EQ(not_a_flag, 0xa5);
+	desc_->exit(CR_PLUGIN_STAGE__RESTORE, 0);
 }
 
 TEST_F(PluginLoad, OnlyTheDescriptorIsExported)

@@ -12,17 +12,21 @@
 #   VM_SCENARIOS='01-* 03-*'  run only the scenarios whose names match one of these patterns
 #   VM_MEM=MB                 guest memory (default 3072)
 #   VM_SCENARIO_DIRS='...'    where scenarios are (default: test/vm/scenarios test/e2e/scenarios)
+#   VM_CRIU=VERSION           run the scenarios under this criu: 3.17.1 (bookworm's package, the
+#                             default) or one test/criu/build.sh builds (4.1.1, 4.2.1, 4.3-abi);
+#                             every result line is then labelled "[criu VERSION]"
 # Exit status: 0 if nothing failed, 1 otherwise.
 set -uo pipefail
 . "$(dirname "$0")/boot.sh"
 cd "$VM_TOP" || exit 1
 
 t_start=$(date +%s.%N)
-run="$VM_CACHE/last-run"
+run="$VM_CACHE/last-run${VM_CRIU:+-criu-$VM_CRIU}"
 passed=0 failed=0 skipped=0
 
+criu_label=${VM_CRIU:+[criu $VM_CRIU] }
 result() { # result PASS|FAIL|SKIP <what> [reason]
-	echo "$1: $2"
+	echo "$1: $criu_label$2"
 	[ -z "${3:-}" ] || echo "  # $3"
 	case $1 in
 	PASS) passed=$((passed + 1)) ;;
@@ -90,13 +94,21 @@ scenario_limit() {
 }
 
 vm_prepare
+guest_env=""
+case "${VM_CRIU:-3.17.1}" in
+3.17.1) ;;
+*)
+	criu_bin=$(test/criu/build.sh "$VM_CRIU") || { result FAIL "criu $VM_CRIU: build" "test/criu/build.sh $VM_CRIU failed"; finish; }
+	guest_env="PATH=$(printf %q "${criu_bin%/criu}"):\$PATH "
+	;;
+esac
 limit=60
 args=()
 for i in "${!scenarios[@]}"; do
 	limit=$((limit + $(scenario_limit "${scenarios[$i]}") + 15))
 	args+=("${names[$i]}=${scenarios[$i]}")
 done
-vm_new_run "$run" "$limit" "exec test/vm/suite-guest.sh $(printf %q "$run/scenarios")$(printf ' %q' "${args[@]}")"
+vm_new_run "$run" "$limit" "${guest_env}criu --version >$(printf %q "$run/criu-version") 2>&1; ${guest_env}exec test/vm/suite-guest.sh $(printf %q "$run/scenarios")$(printf ' %q' "${args[@]}")"
 mkdir -p "$run/scenarios"
 
 # --- the emulator --------------------------------------------------------------------------------
@@ -190,12 +202,25 @@ poll_results() {
 	done
 }
 
+# The criu the scenarios ran under, as it reports itself (4.3-abi is a patched 4.2.1).
+criu_seen() {
+	local want=${VM_CRIU:-3.17.1}
+	want=${want%-abi}
+	want=${want/4.3/4.2.1}
+	if grep -q "^Version: $want\$" "$run/criu-version" 2>/dev/null; then
+		result PASS "criu in the guest: $(head -n1 "$run/criu-version")"
+	else
+		result FAIL "criu in the guest" "expected criu $want, saw: $(head -n1 "$run/criu-version" 2>/dev/null)"
+	fi
+}
+
 for s in "${scenarios[@]}"; do
 	[ -x "$s" ] || echo "VM suite: $s is not executable; it will fail"
 done
 vm_boot "$run" "${VM_MEM:-3072}" "$run/guest-output" poll_results
 qemu_rc=$?
 poll_results
+criu_seen
 
 # Whatever did not finish: the guest died (panic, time limit, broken test bed).
 if [ "$next" -lt "${#scenarios[@]}" ]; then

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The plugin as criu 4.3 loads and calls it. This binary is compiled against criu 4.3's own
+// criu-plugin.h (Debian experimental's libcriu-dev, unpacked by test/criu/build.sh --header-4.3)
+// and exports criu_plugin_get_options() as criu 4.3 does, so every hook is called through 4.3's
+// typedefs: RESTORE_EXT_FILE gets a flag that criu leaves uninitialised.
+#include "support/loaded_plugin.hpp"
+
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+static_assert(CR_PLUGIN_HOOK__MAX == 17, "compiled against criu 4.3's criu-plugin.h");
+
+extern "C" __attribute__((visibility("default"))) int criu_plugin_get_options(int *argc, char ***argv)
+{
+	static char name[] = "amdgpu_plugin";
+	static char *args[] = { name, nullptr };
+	*argc = 1;
+	*argv = args;
+	return 0;
+}
+
+namespace amdgpu {
+namespace {
+
+using Criu43 = test::LoadedPlugin;
+
+// What criu 4.3's open_fd() hands over: a bool it never initialised, here filled with garbage.
+struct GarbageFlag {
+	GarbageFlag() { std::memset(&flag, 0xa5, sizeof(flag)); }
+	unsigned char byte() const
+	{
+		unsigned char b;
+		std::memcpy(&b, &flag, 1);
+		return b;
+	}
+	bool flag;
+};
+
+TEST_F(Criu43, DescriptorIsOneCriu43Accepts)
+{
+	EXPECT_STREQ(desc_->name, "amdgpu_plugin");
+	EXPECT_LE(desc_->version, static_cast<unsigned int>(CRIU_PLUGIN_VERSION));
+	EXPECT_EQ(desc_->max_hooks, static_cast<unsigned int>(CR_PLUGIN_HOOK__MAX));
+	for (int id : { CR_PLUGIN_HOOK__DUMP_EXT_FILE, CR_PLUGIN_HOOK__RESTORE_EXT_FILE, CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA,
+			CR_PLUGIN_HOOK__UPDATE_VMA_MAP, CR_PLUGIN_HOOK__RESUME_DEVICES_LATE })
+		EXPECT_NE(desc_->hooks[id], nullptr) << "hook " << id;
+	// Hooks the plugin has nothing to do in stay empty: criu skips them.
+	for (int id : { CR_PLUGIN_HOOK__PAUSE_DEVICES, CR_PLUGIN_HOOK__CHECKPOINT_DEVICES, CR_PLUGIN_HOOK__RESTORE_INIT,
+			CR_PLUGIN_HOOK__DUMP_DEVICES_LATE, CR_PLUGIN_HOOK__UPDATE_INETSK })
+		EXPECT_EQ(desc_->hooks[id], nullptr) << "hook " << id;
+}
+
+TEST_F(Criu43, InitNamesTheHookAbiItDetected)
+{
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__RESTORE), 0);
+	EXPECT_TRUE(logged(3, "criu hook ABI: 4.3 (17 hooks, RESTORE_EXT_FILE with retry flag"));
+	desc_->exit(CR_PLUGIN_STAGE__RESTORE, 0);
+}
+
+TEST_F(Criu43, RestoreClearsTheUninitialisedRetryFlagOnEveryPath)
+{
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__RESTORE), 0);
+	auto *restore = hook<CR_PLUGIN_HOOK__RESTORE_EXT_FILE_t>(CR_PLUGIN_HOOK__RESTORE_EXT_FILE);
+
+	GarbageFlag not_ours;
+	EXPECT_EQ(restore(3, &not_ours.flag), -ENOTSUP);
+	EXPECT_EQ(not_ours.byte(), 0) << "criu would discard the next plugin's answer and call again";
+
+	images_.write("amdgpu-kfd-7.img", std::string(8, '\0'));
+	GarbageFlag corrupt;
+	EXPECT_EQ(restore(7, &corrupt.flag), -EINVAL);
+	EXPECT_EQ(corrupt.byte(), 0);
+	EXPECT_TRUE(logged(1, "amdgpu-kfd-7.img lacks required fields"));
+	desc_->exit(CR_PLUGIN_STAGE__RESTORE, -1);
+}
+
+TEST_F(Criu43, EveryHookAnswersWhenCalledThe43Way)
+{
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__DUMP), 0);
+	int pipefd[2];
+	ASSERT_EQ(pipe(pipefd), 0);
+	EXPECT_EQ(hook<CR_PLUGIN_HOOK__DUMP_EXT_FILE_t>(CR_PLUGIN_HOOK__DUMP_EXT_FILE)(pipefd[0], 1), -ENOTSUP);
+	close(pipefd[0]);
+	close(pipefd[1]);
+
+	struct stat st = {};
+	st.st_mode = S_IFCHR | 0666;
+	st.st_rdev = makedev(226, 128);
+	EXPECT_EQ(hook<CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA_t>(CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA)(-1, &st), 0);
+	st.st_rdev = makedev(1, 3);
+	EXPECT_EQ(hook<CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA_t>(CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA)(-1, &st), -ENOTSUP);
+
+	uint64_t new_pgoff = 0;
+	int plugin_fd = -1;
+	EXPECT_EQ(hook<CR_PLUGIN_HOOK__UPDATE_VMA_MAP_t>(CR_PLUGIN_HOOK__UPDATE_VMA_MAP)("/usr/lib/libc.so.6", 0x1000, 0,
+											   &new_pgoff, &plugin_fd),
+		  -ENOTSUP);
+	EXPECT_EQ(hook<CR_PLUGIN_HOOK__RESUME_DEVICES_LATE_t>(CR_PLUGIN_HOOK__RESUME_DEVICES_LATE)(getpid()), -ENOTSUP);
+	desc_->exit(CR_PLUGIN_STAGE__DUMP, 0);
+}
+
+} // namespace
+} // namespace amdgpu
