@@ -62,7 +62,7 @@ UNIT43_SRCS := $(wildcard test/unit/criu-4.3/*.cpp)
 UNIT43_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT43_SRCS))
 UNIT43_BIN := $(BUILD)/test/unit/criu-4.3-tests
 
-.PHONY: all deps plugin tools install check check-unit check-vm bench demo emu clean format
+.PHONY: all deps plugin tools install check check-full check-unit check-vm bench demo emu clean format
 .DEFAULT_GOAL := all
 
 all: plugin tools $(UNIT_BIN) $(BENCHES)
@@ -131,6 +131,11 @@ install: $(PLUGIN) $(TOOLS)
 check: deps
 	@$(MAKE) --no-print-directory all $(UNIT43_BIN)
 	@test/run-all.sh
+
+# Everything `make check` runs, with the soak at its full length (50 checkpoint cycles per workload).
+check-full: deps
+	@$(MAKE) --no-print-directory all $(UNIT43_BIN)
+	@E2E_CYCLES=$${E2E_CYCLES:-50} test/run-all.sh
 
 check-unit: $(UNIT_BIN) $(UNIT43_BIN)
 	@test/unit/run.sh $(UNIT_BIN)

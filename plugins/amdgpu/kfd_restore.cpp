@@ -14,11 +14,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <set>
 
 namespace amdgpu {
@@ -228,11 +233,12 @@ int RestoreSession::restore_kfd(uint32_t id)
 	for (const auto &bo : bos) {
 		if (!(bo.alloc_flags & kRemappedFlags))
 			continue;
-		int fd = -1;
+		uint32_t gpu = 0;
 		if (bo.alloc_flags & kfd::kContentMemFlags)
-			fd = render_fd(map.gpu_ids.at(bo.gpu_id));
-		vmas_.push_back({ bo.addr, bo.offset, bo.restored_offset, fd });
+			gpu = map.gpu_ids.at(bo.gpu_id);
+		vmas_.push_back({ bo.addr, bo.offset, bo.restored_offset, gpu });
 	}
+	close_unused_render_fds(map);
 
 	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 	pr_info("pid %u: restored %s (%zu GPUs, %zu BOs, %u queues/events) in %.1f ms; queues wait for resume",
@@ -266,8 +272,98 @@ int RestoreSession::restore_render_node(uint32_t id)
 	return fd;
 }
 
+void RestoreSession::close_unused_render_fds(const GpuMap &map)
+{
+	std::set<uint32_t> used;
+	for (const auto &[user, actual] : map.gpu_ids)
+		used.insert(actual);
+	for (auto it = render_fds_.begin(); it != render_fds_.end();) {
+		if (used.count(it->first)) {
+			++it;
+			continue;
+		}
+		pr_debug("GPU 0x%04x: not used by the task; its render fd %d is closed (KFD holds the file)",
+			 it->first, it->second.get());
+		it = render_fds_.erase(it);
+	}
+}
+
+namespace {
+
+bool same_open_file(int a, int b)
+{
+	const pid_t self = getpid();
+	return syscall(SYS_kcmp, self, self, KCMP_FILE, a, b) == 0;
+}
+
+// The task's fds, in ascending order, below `limit` (all of them if limit <= 0).
+std::vector<int> task_fds(int limit)
+{
+	std::vector<int> fds;
+	std::unique_ptr<DIR, int (*)(DIR *)> dir(opendir("/proc/self/fd"), closedir);
+	if (!dir)
+		fail_errno(errno, "cannot list /proc/self/fd");
+	while (const dirent *de = readdir(dir.get())) {
+		char *end;
+		const long fd = strtol(de->d_name, &end, 10);
+		if (*end || end == de->d_name || fd == dirfd(dir.get()) || (limit > 0 && fd >= limit))
+			continue;
+		fds.push_back(static_cast<int>(fd));
+	}
+	std::sort(fds.begin(), fds.end());
+	return fds;
+}
+
+} // namespace
+
+void RestoreSession::hand_render_files_to_task()
+{
+	if (handed_over_)
+		return;
+	handed_over_ = true;
+	if (render_fds_.empty())
+		return;
+	const std::vector<int> fds = task_fds(fd_floor_);
+	for (auto it = render_fds_.begin(); it != render_fds_.end();) {
+		const uint32_t gpu = it->first;
+		const int ours = it->second.get();
+		const auto theirs = std::find_if(fds.begin(), fds.end(), [&](int fd) {
+			return fd != ours && same_open_file(fd, ours);
+		});
+		if (theirs == fds.end()) {
+			const bool mapped = std::any_of(vmas_.begin(), vmas_.end(),
+							[&](const VmaUpdate &v) { return v.render_gpu == gpu; });
+			if (!mapped) {
+				// Nothing to map through it, and KFD holds the file for the VM.
+				pr_debug("GPU 0x%04x: no fd of the task and no mapping needs render fd %d; closed",
+					 gpu, ours);
+				it = render_fds_.erase(it);
+				continue;
+			}
+			pr_info("GPU 0x%04x: the task holds no render-node fd of its own; fd %d stays open for its "
+				"mappings",
+				gpu, ours);
+			++it;
+			continue;
+		}
+		pr_debug("GPU 0x%04x: mappings go through the task's fd %d; the plugin's fd %d is closed", gpu,
+			 *theirs, ours);
+		task_render_fds_[gpu] = *theirs;
+		it = render_fds_.erase(it);
+	}
+}
+
+int RestoreSession::mapping_fd(uint32_t actual_gpu_id)
+{
+	if (const auto it = task_render_fds_.find(actual_gpu_id); it != task_render_fds_.end())
+		return it->second;
+	return render_fd(actual_gpu_id);
+}
+
 int RestoreSession::update_vma(std::string_view path, uint64_t addr, uint64_t old_offset, uint64_t *new_offset, int *fd)
 {
+	// criu installs every file of the task before it maps anything: the first call is the moment.
+	hand_render_files_to_task();
 	path = without_double_slashes(path);
 	const bool is_kfd = path == paths_.kfd;
 	for (const VmaUpdate &v : vmas_) {
@@ -275,10 +371,12 @@ int RestoreSession::update_vma(std::string_view path, uint64_t addr, uint64_t ol
 			continue;
 		*new_offset = v.new_offset;
 		*fd = -1;
-		if (!is_kfd && v.render_fd >= 0) {
+		if (!is_kfd && v.render_gpu) {
 			// DRM only lets a BO be mapped through the file that owns it; criu must map this
-			// VMA through our render fd, not by reopening the path.
-			*fd = running_criu().closes_vma_fd ? dup(v.render_fd) : v.render_fd;
+			// VMA through that file, not by reopening the path. criu 3.17/3.18 duplicate the fd
+			// they are given; newer ones take it over and close it.
+			const int through = mapping_fd(v.render_gpu);
+			*fd = running_criu().closes_vma_fd ? dup(through) : through;
 			if (*fd < 0)
 				fail_errno(errno, "cannot duplicate a render node fd for the mapping at 0x%llx",
 					   static_cast<unsigned long long>(addr));

@@ -8,6 +8,15 @@
 //
 // The GPU map of a task is derived from its own amdgpu-kfd image, whichever of its /dev/kfd or
 // render-node files criu restores first, so the order of files does not matter.
+//
+// Nothing of the plugin's stays in the task. KFD keeps its own reference to each GPU's render file
+// once RESTORE succeeded, so the render fds of GPUs the task does not use are closed right away.
+// The others are needed until criu maps the task's BOs, which DRM allows only through the file
+// that owns them; criu installs all of a task's files before it maps anything, so at the first
+// UPDATE_VMA_MAP the plugin finds, for each GPU, a task fd sharing its file (the task's own
+// render-node fds are restored as duplicates of it), maps through that one and closes its own.
+// Only a GPU with BOs to map of which the task holds no fd at all keeps the plugin's (one per GPU,
+// never more: the next checkpoint sees it as the task's).
 #pragma once
 
 #include "gpu_matcher.hpp"
@@ -56,7 +65,7 @@ private:
 		uint64_t addr;
 		uint64_t old_offset;
 		uint64_t new_offset;
-		int render_fd; // -1: a /dev/kfd mapping
+		uint32_t render_gpu; // actual gpu_id whose render file maps it; 0: a /dev/kfd mapping
 	};
 
 	const Topology &local_topology();
@@ -69,6 +78,12 @@ private:
 	// The render-node file of a GPU shared by KFD (its VM), the task's render fds and its mappings.
 	int render_fd(uint32_t actual_gpu_id);
 	int fd_floor(uint32_t vpid);
+	// Closes the render fds of local GPUs the task does not use (KFD holds their files now).
+	void close_unused_render_fds(const GpuMap &map);
+	// Once per task, when its files are all in place: its own fds take over from the plugin's.
+	void hand_render_files_to_task();
+	// The fd through which a GPU's BOs are mapped: the task's own, or the plugin's.
+	int mapping_fd(uint32_t actual_gpu_id);
 
 	const Options &options_;
 	int image_dir_;
@@ -78,7 +93,9 @@ private:
 	std::optional<GpuMap> map_;
 	bool searched_own_image_ = false;
 	int fd_floor_ = -1;
-	std::map<uint32_t, unique_fd> render_fds_; // by actual gpu_id
+	std::map<uint32_t, unique_fd> render_fds_; // the plugin's, by actual gpu_id
+	std::map<uint32_t, int> task_render_fds_;  // the task's own, sharing the same files
+	bool handed_over_ = false;
 	std::vector<VmaUpdate> vmas_;
 };
 

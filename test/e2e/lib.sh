@@ -26,9 +26,12 @@
 #   state_gpu_ids <state>                    the gpu_ids of the state file, one per line
 #   scenario_warnings_begin / tap_no_kernel_warnings   WARNING/BUG/Oops in dmesg since begin
 #   e2e_done                         unload the emulator, check the kernel log, end the TAP plan
+#   task_snapshot, tap_same_task     the restored task is the dumped one (task-snapshot.sh)
 
 E2E_BIN=${E2E_BIN:-$VM_REPO/test/e2e/bin}
 EMU_DEBUGFS=/sys/kernel/debug/amdgpu_emu
+# shellcheck source=test/e2e/task-snapshot.sh
+. "$VM_REPO/test/e2e/task-snapshot.sh"
 
 e2e_require() {
 	[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }

@@ -15,6 +15,10 @@
 #                                                           (KiB, GNU time) to file
 #   gpu_ids_hex, cg_make, cg_path, cg_remove, in_cg, gpu_access   GPU subsets ("containers")
 #   vram_roundtrip <GPUs> <MiB per GPU> <BO MiB>            the round trip of scenarios 40-42
+#   task_snapshot, tap_same_task    the restored task is the dumped one (task-snapshot.sh)
+
+# shellcheck source=test/e2e/task-snapshot.sh
+. "$VM_REPO/test/e2e/task-snapshot.sh"
 
 # wl_start <var> <name> <state> <workload> [options...]: the workload's pid goes into <var>;
 # fails (and shows the workload's output) when it does not come up within 5 minutes. With
@@ -189,6 +193,7 @@ vram_roundtrip() {
 	fi
 	tap_wl_check "verified before the dump" "$pid" USR1 "$state" 600
 
+	task_snapshot "$pid" "$RESULTS_DIR/big.dumped"
 	t0=$EPOCHREALTIME
 	criu_dump "$pid" "$imgs"
 	rc=$?
@@ -223,6 +228,7 @@ vram_roundtrip() {
 	fi
 	tap_wl_check "restored process verifies every byte" "$pid" USR1 "$state" 600
 	tap_wl_check "restored queues beat" "$pid" USR2 "$state" 60
+	tap_same_task "restored" "$RESULTS_DIR/big.dumped" "$pid"
 
 	log "figures (not checks): dump ${t_dump} s, restore ${t_restore} s (whole criu runs) for $vram MiB of VRAM"
 	# The per-GPU figures go into the results' text too, so that the suite's output shows them.

@@ -162,14 +162,16 @@ criu_log_path() {
 	echo "$path"
 }
 
-# Runs criu with the plugin directory and a log; CRIU_LAST_LOG names the log afterwards.
+# Runs criu with the plugin directory and a log; CRIU_LAST_LOG names the log afterwards. With
+# CRIU_RSS_FILE set, criu's peak RSS (KiB, GNU time) goes into that file.
 criu_run() {
 	local action=$1
 	shift
 	CRIU_LAST_LOG=$(criu_log_path "$action")
-	local libdir=()
+	local libdir=() timed=()
 	[ -z "$CRIU_LIBDIR" ] || libdir=(--libdir "$CRIU_LIBDIR")
-	criu "$action" "${libdir[@]}" -v4 -o "$CRIU_LAST_LOG" "$@"
+	[ -z "${CRIU_RSS_FILE:-}" ] || timed=(/usr/bin/time -f %M -o "$CRIU_RSS_FILE")
+	"${timed[@]}" criu "$action" "${libdir[@]}" -v4 -o "$CRIU_LAST_LOG" "$@"
 }
 
 criu_dump() {

@@ -12,6 +12,7 @@
 #   VM_SCENARIOS='01-* 03-*'  run only the scenarios whose names match one of these patterns
 #   VM_MEM=MB                 guest memory (default 3072)
 #   VM_SCENARIO_DIRS='...'    where scenarios are (default: test/vm/scenarios test/e2e/scenarios)
+#   E2E_CYCLES=N              checkpoint cycles of the soak scenario e2e/32 (default 10)
 #   VM_CRIU=VERSION           run the scenarios under this criu: 3.17.1 (bookworm's package, the
 #                             default) or one test/criu/build.sh builds (4.1.1, 4.2.1, 4.3-abi);
 #                             every result line is then labelled "[criu VERSION]"
@@ -94,12 +95,12 @@ scenario_limit() {
 }
 
 vm_prepare
-guest_env=""
+guest_env="${E2E_CYCLES:+E2E_CYCLES=$E2E_CYCLES }"
 case "${VM_CRIU:-3.17.1}" in
 3.17.1) ;;
 *)
 	criu_bin=$(test/criu/build.sh "$VM_CRIU") || { result FAIL "criu $VM_CRIU: build" "test/criu/build.sh $VM_CRIU failed"; finish; }
-	guest_env="PATH=$(printf %q "${criu_bin%/criu}"):\$PATH "
+	guest_env+="PATH=$(printf %q "${criu_bin%/criu}"):\$PATH "
 	;;
 esac
 limit=60

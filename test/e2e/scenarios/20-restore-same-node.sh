@@ -14,7 +14,7 @@ for w in kfd hsakmt; do
 	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
 	img=/tmp/img-20-$w
 	tap_verify "$w: VERIFY OK before the dump" "$pid" "$state"
-
+	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump "$w: criu dump" "$pid" "$img"
 	missing=""
 	for id in $(state_gpu_ids "$state"); do
@@ -37,6 +37,7 @@ for w in kfd hsakmt; do
 	tap_log_has "$w: the plugin resumed the queues" "$CRIU_LAST_LOG" "amdgpu_plugin: pid $pid: GPU queues resumed"
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored" "$pid" "$state"
+	tap_same_task "$w: restored" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
 done
 e2e_done

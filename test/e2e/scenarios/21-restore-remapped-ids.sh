@@ -15,6 +15,7 @@ new_ids=0x1234,0x4321 new_base=140
 for w in kfd hsakmt; do
 	wl_fresh "$w" preset=2xmi210 -- --vram-mb 3,2 --bo-mb 2 || continue
 	img=/tmp/img-21-$w
+	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump "$w: criu dump" "$pid" "$img"
 	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
 
@@ -45,6 +46,7 @@ for w in kfd hsakmt; do
 	fi
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored on other ids" "$pid" "$state"
+	tap_same_task "$w: restored on other ids" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
 done
 e2e_done

@@ -13,6 +13,7 @@ scenario_warnings_begin
 for w in kfd hsakmt; do
 	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
 	img=/tmp/img-22-$w
+	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump "$w: criu dump on 2xmi210" "$pid" "$img"
 	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
 
@@ -31,6 +32,7 @@ for w in kfd hsakmt; do
 		'GPU map \(image -> local\) 0x[0-9a-f]+->0x[0-9a-f]+, 0x[0-9a-f]+->0x[0-9a-f]+$'
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored on 4xmi210" "$pid" "$state"
+	tap_same_task "$w: restored on 4xmi210" "$RESULTS_DIR/$w.dumped" "$pid" --larger-node
 	wl_kill "$pid"
 done
 e2e_done

@@ -14,6 +14,7 @@ scenario_warnings_begin
 for w in kfd hsakmt; do
 	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
 	img=/tmp/img-24-$w
+	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump "$w: criu dump with firmware 78" "$pid" "$img"
 	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
 
@@ -41,6 +42,7 @@ for w in kfd hsakmt; do
 	fi
 	tap_log_has "$w: the plugin took KFD_FW_VER_CHECK=0" "$CRIU_LAST_LOG" 'param: KFD_FW_VER_CHECK:N'
 	tap_alive_verified "$w: restored onto firmware 70" "$pid" "$state"
+	tap_same_task "$w: restored onto firmware 70" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
 done
 e2e_done

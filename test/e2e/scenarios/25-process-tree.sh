@@ -36,6 +36,8 @@ else
 	tap_not_ok "both workloads are children of the parent $parent" "children: $children, workloads: $want"
 fi
 
+task_snapshot "$kpid" "$RESULTS_DIR/kfd.dumped"
+task_snapshot "$hpid" "$RESULTS_DIR/hsakmt.dumped"
 if wl_dump "$parent" "$img"; then
 	tap_ok "criu dump of the tree from the parent's pid"
 else
@@ -71,5 +73,7 @@ tap_same_bos "kfd child: every BO at its VA with its handle" "$kpid" "$ks"
 tap_same_bos "hsakmt child: every BO at its VA" "$hpid" "$hs"
 tap_alive_verified "kfd child" "$kpid" "$ks"
 tap_alive_verified "hsakmt child" "$hpid" "$hs"
+tap_same_task "kfd child" "$RESULTS_DIR/kfd.dumped" "$kpid"
+tap_same_task "hsakmt child" "$RESULTS_DIR/hsakmt.dumped" "$hpid"
 kill -KILL "$parent" "$kpid" "$hpid" 2>/dev/null
 e2e_done

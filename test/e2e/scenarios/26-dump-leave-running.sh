@@ -20,6 +20,7 @@ queue_beats() {
 for w in kfd hsakmt; do
 	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
 	img=/tmp/img-26-$w
+	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump "$w: criu dump -R" "$pid" "$img" -R
 	# criu restores the task's stdout file at the size it had at the dump: keep that version
 	cp "$RESULTS_DIR/$w.out" "/tmp/img-26-$w.out"
@@ -34,6 +35,7 @@ for w in kfd hsakmt; do
 		tap_not_ok "$w: the emulator's heartbeat of its queues advances" "before: '$before', after: '$after'"
 	fi
 	tap_alive_verified "$w: left running" "$pid" "$state"
+	tap_same_task "$w: left running" "$RESULTS_DIR/$w.dumped" "$pid"
 
 	wl_kill "$pid"
 	mv "$RESULTS_DIR/$w.out" "$RESULTS_DIR/$w-left-running.out"
@@ -49,6 +51,7 @@ for w in kfd hsakmt; do
 	fi
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored from the -R image" "$pid" "$state"
+	tap_same_task "$w: restored from the -R image" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
 done
 e2e_done

@@ -24,6 +24,7 @@ for w in kfd hsakmt; do
 	wl_start "$w" "$w" --vram-mb 3,2 --bo-mb 2 || { tap_not_ok "$w: the workload gets ready"; continue; }
 	pid=$WL_PID state=$WL_STATE img1=/tmp/img-28a-$w img2=/tmp/img-28b-$w
 	user_ids=$(state_gpu_ids "$state" | sort | tr '\n' ' ')
+	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	if wl_dump "$pid" "$img1"; then
 		tap_ok "$w: first dump on gpu_ids $user_ids"
 	else
@@ -39,6 +40,7 @@ for w in kfd hsakmt; do
 		tap_not_ok "$w: restore on gpu_ids 0x1111,0x2222" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
 	fi
 	tap_verify "$w: VERIFY OK after the first restore" "$pid" "$state"
+	tap_same_task "$w: restored once" "$RESULTS_DIR/$w.dumped" "$pid"
 
 	if wl_dump "$pid" "$img2"; then
 		tap_ok "$w: second dump of the remapped process"
@@ -72,6 +74,7 @@ for w in kfd hsakmt; do
 	fi
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored twice" "$pid" "$state"
+	tap_same_task "$w: restored twice" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
 done
 e2e_done

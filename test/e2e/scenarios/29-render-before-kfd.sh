@@ -48,6 +48,7 @@ emu_reload preset=2xmi210 || { tap_not_ok "load the emulator (2xmi210)"; tap_don
 wl_start kfd kfd --render-first --vram-mb 2 --bo-mb 1 || { tap_not_ok "the workload gets ready"; tap_done; }
 pid=$WL_PID state=$WL_STATE img=/tmp/img-29
 tap_check "--render-first: the render-node fds are below the /dev/kfd fd" render_below_kfd "$pid"
+task_snapshot "$pid" "$RESULTS_DIR/kfd.dumped"
 if wl_dump "$pid" "$img"; then
 	tap_ok "criu dump"
 else
@@ -81,5 +82,6 @@ tap_log_has "upstream §10.10: the early render-node file went to a new GPU" "$C
 tap_check "fds $RENDER_FDS are render nodes and fd $KFD_FD is /dev/kfd again" same_fds "$pid"
 tap_same_bos "every BO at its VA with its handle (emulator view)" "$pid" "$state"
 tap_alive_verified "restored render-first" "$pid" "$state"
+tap_same_task "restored render-first" "$RESULTS_DIR/kfd.dumped" "$pid"
 wl_kill "$pid"
 e2e_done

@@ -22,6 +22,7 @@ n=$(awk '$1 == "bo" && $6 ~ /^vram/ && $10 == "0x280000"' "$state" | wc -l)
 [ "$n" -eq 2 ] || log "expected two 2.5 MiB VRAM BOs on GPU 0, the state file lists $n"
 gpu1=$(state_gpu_ids "$state" | sed -n 2p)
 
+task_snapshot "$pid" "$RESULTS_DIR/kfd.dumped"
 if wl_dump "$pid" "$img"; then
 	tap_ok "criu dump"
 else
@@ -84,5 +85,6 @@ else
 		"${bad:-$line}"
 fi
 tap_alive_verified "restored on other ids" "$pid" "$state"
+tap_same_task "restored on other ids" "$RESULTS_DIR/kfd.dumped" "$pid"
 wl_kill "$pid"
 e2e_done

@@ -29,6 +29,7 @@ if ! WL_CGROUP=$cg wl_start pid w51 "$state" kfd_workload; then
 	tap_done
 fi
 tap_wl_check "verified in the container on GPU ${ids[1]}" "$pid" USR1 "$state" 120
+task_snapshot "$pid" "$RESULTS_DIR/w51.dumped"
 criu_dump "$pid" "$imgs"
 rc=$?
 if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
@@ -71,6 +72,7 @@ tap_check "GPU map ${ids[1]} -> ${new_ids[0]}" grep -q "GPU map (image -> local)
 tap_check "the restored task is in the container" grep -qx "$pid" "$cg/cgroup.procs"
 tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
 tap_wl_check "restored queue beats" "$pid" USR2 "$state" 60
+tap_same_task "restored in the container" "$RESULTS_DIR/w51.dumped" "$pid"
 
 kill -TERM "$pid"
 wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"

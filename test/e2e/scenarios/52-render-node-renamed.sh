@@ -22,6 +22,7 @@ if ! wl_start pid w52 "$state" kfd_workload; then
 	tap_not_ok "kfd_workload starts"
 	tap_done
 fi
+task_snapshot "$pid" "$RESULTS_DIR/w52.dumped"
 criu_dump "$pid" "$imgs"
 rc=$?
 if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
@@ -77,6 +78,7 @@ else
 fi
 tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
 tap_wl_check "restored queues beat" "$pid" USR2 "$state" 60
+tap_same_task "restored" "$RESULTS_DIR/w52.dumped" "$pid"
 
 kill -TERM "$pid"
 wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
