@@ -5,10 +5,13 @@
 
 #include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <strings.h>
 
 namespace amdgpu {
@@ -32,15 +35,80 @@ constexpr BoolVar kMatchVars[] = {
 
 constexpr const char *kMaxBufferVar = "KFD_MAX_BUFFER_SIZE";
 
-MatchPolicy read_match_policy(EnvLookup lookup, std::vector<std::string> &errors)
+constexpr std::string_view kOptionPrefix = "amdgpu.";
+
+// A setting's text and the name to quote it by in messages.
+struct Setting {
+	std::string value;
+	std::string quoted; // "KFD_FW_VER_CHECK" or "plugin option amdgpu.KFD_FW_VER_CHECK"
+	const char *origin; // "environment" or "plugin option"
+};
+
+bool is_known(const std::string &name)
+{
+	if (name == kMaxBufferVar)
+		return true;
+	return std::any_of(std::begin(kMatchVars), std::end(kMatchVars),
+			   [&](const BoolVar &v) { return name == v.name; });
+}
+
+// The environment, with criu's plugin options over it.
+class Settings {
+public:
+	Settings(EnvLookup env, const std::vector<std::string> &plugin_args, std::vector<std::string> &errors)
+		: env_(env)
+	{
+		for (const std::string &arg : plugin_args) {
+			std::string_view a(arg);
+			if (!a.starts_with("--"))
+				continue;
+			a.remove_prefix(2);
+			if (a.size() < kOptionPrefix.size() ||
+			    strncasecmp(a.data(), kOptionPrefix.data(), kOptionPrefix.size()))
+				continue; // another plugin's
+			a.remove_prefix(kOptionPrefix.size());
+			const size_t eq = a.find('=');
+			std::string name(a.substr(0, eq));
+			std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return toupper(c); });
+			if (!is_known(name)) {
+				errors.push_back(strprintf("unknown plugin option %s (the options are the KFD_* settings)",
+							   arg.c_str() + 2));
+				continue;
+			}
+			if (eq == std::string_view::npos && name == kMaxBufferVar) {
+				errors.push_back(strprintf("plugin option amdgpu.%s needs a value", name.c_str()));
+				continue;
+			}
+			options_[name] = eq == std::string_view::npos ? "1" : std::string(a.substr(eq + 1));
+		}
+	}
+
+	std::optional<Setting> get(const char *name) const
+	{
+		if (const auto it = options_.find(name); it != options_.end())
+			return Setting { it->second, strprintf("plugin option amdgpu.%s", name), "plugin option" };
+		if (const char *value = env_(name))
+			return Setting { value, name, "environment" };
+		return std::nullopt;
+	}
+
+private:
+	EnvLookup env_;
+	std::map<std::string, std::string> options_;
+};
+
+MatchPolicy read_match_policy(const Settings &settings, Options *options, std::vector<std::string> &errors)
 {
 	MatchPolicy policy;
 	for (const auto &var : kMatchVars) {
-		const char *value = lookup(var.name);
-		if (!value)
+		const std::optional<Setting> s = settings.get(var.name);
+		if (!s)
 			continue;
-		if (!parse_env_bool(value, policy.*var.field))
-			errors.push_back(strprintf("%s='%s' is not a boolean (use 0, 1, no or yes)", var.name, value));
+		if (options)
+			options->origins.emplace_back(var.name, s->origin);
+		if (!parse_env_bool(s->value.c_str(), policy.*var.field))
+			errors.push_back(strprintf("%s='%s' is not a boolean (use 0, 1, no or yes)", s->quoted.c_str(),
+						   s->value.c_str()));
 	}
 	return policy;
 }
@@ -98,7 +166,7 @@ bool parse_env_size(const char *value, uint64_t &out)
 MatchPolicy match_policy_from_env(EnvLookup lookup)
 {
 	std::vector<std::string> errors;
-	MatchPolicy policy = read_match_policy(lookup, errors);
+	MatchPolicy policy = read_match_policy(Settings(lookup, {}, errors), nullptr, errors);
 	if (!errors.empty())
 		fail(-EINVAL, "%s", errors.front().c_str());
 	return policy;
@@ -106,23 +174,31 @@ MatchPolicy match_policy_from_env(EnvLookup lookup)
 
 Options options_from_env(EnvLookup lookup)
 {
-	Options options;
-	options.match = read_match_policy(lookup, options.errors);
+	return options_from(lookup, {});
+}
 
-	if (const char *value = lookup(kMaxBufferVar)) {
+Options options_from(EnvLookup lookup, const std::vector<std::string> &plugin_args)
+{
+	Options options;
+	const Settings settings(lookup, plugin_args, options.errors);
+	options.match = read_match_policy(settings, &options, options.errors);
+
+	if (const std::optional<Setting> s = settings.get(kMaxBufferVar)) {
+		options.origins.emplace_back(kMaxBufferVar, s->origin);
+		const char *value = s->value.c_str();
 		uint64_t size = 0;
 		const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 		if (!parse_env_size(value, size)) {
 			options.errors.push_back(
 				strprintf("%s='%s' is not a size (a number with an optional k, K, M or G suffix)",
-					  kMaxBufferVar, value));
+					  s->quoted.c_str(), value));
 		} else if (size == 0) {
 			// Upstream reads 0 as "no cap"; unbounded staging is what we refuse to do, so 0 keeps
 			// the default bound.
 			options.max_buffer_size = kDefaultMaxBufferSize;
 		} else if (size < page) {
 			options.errors.push_back(strprintf("%s='%s' is smaller than one page (%llu bytes)",
-							   kMaxBufferVar, value,
+							   s->quoted.c_str(), value,
 							   static_cast<unsigned long long>(page)));
 		} else {
 			// Staging buffers are registered with the GPU as userptr memory, which must be
@@ -140,7 +216,7 @@ void Options::require_valid() const
 	std::string all = errors.front();
 	for (size_t i = 1; i < errors.size(); i++)
 		all += "; " + errors[i];
-	fail(-EINVAL, "invalid environment: %s", all.c_str());
+	fail(-EINVAL, "invalid settings: %s", all.c_str());
 }
 
 std::vector<std::string> describe(const Options &options)
@@ -150,6 +226,10 @@ std::vector<std::string> describe(const Options &options)
 		lines.push_back(strprintf("param: %s:%c", var.name, options.match.*var.field ? 'Y' : 'N'));
 	lines.push_back(
 		strprintf("param: %s:0x%llx", kMaxBufferVar, static_cast<unsigned long long>(options.max_buffer_size)));
+	// Upstream's lines stay as they are; where a value came from criu's options is said apart.
+	for (const auto &[name, origin] : options.origins)
+		if (origin == "plugin option")
+			lines.push_back(strprintf("param: %s set by plugin option amdgpu.%s", name.c_str(), name.c_str()));
 	return lines;
 }
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
 // The plugin's settings, from the same KFD_* environment variables upstream's plugin reads, so
-// that habits and scripts carry over. Read once per criu run, at init.
+// that habits and scripts carry over, and from criu's plugin options (criu 4.3:
+// `--plugin-option=amdgpu.KFD_NAME[=VALUE]`, on the command line or in criu's configuration files,
+// which is how a setting reaches a criu that a container engine drives over RPC). A plugin option
+// wins over the environment variable of the same name. Read once per criu run, at init.
 #pragma once
 
 #include "gpu_matcher.hpp"
@@ -21,18 +24,28 @@ struct Options {
 	MatchPolicy match;
 	uint64_t max_buffer_size = kDefaultMaxBufferSize;
 
-	// One entry per variable whose value could not be parsed, e.g.
-	// "KFD_FW_VER_CHECK='maybe' is not a boolean (use 0, 1, no or yes)". Invalid values do not fail
-	// criu runs that never touch a GPU; they fail any hook that is about to do GPU work.
+	// Where each setting that is not at its default came from, for the init log:
+	// "KFD_FW_VER_CHECK" -> "plugin option" or "environment".
+	std::vector<std::pair<std::string, std::string>> origins;
+
+	// One entry per setting whose value could not be parsed, naming where it came from, e.g.
+	// "KFD_FW_VER_CHECK='maybe' is not a boolean (use 0, 1, no or yes)" or "plugin option
+	// amdgpu.KFD_FW_VER_CHECK='maybe' is not ...". Invalid values do not fail criu runs that never
+	// touch a GPU; they fail any hook that is about to do GPU work.
 	std::vector<std::string> errors;
 
-	// Throws Error(-EINVAL) listing every invalid variable, if any.
+	// Throws Error(-EINVAL) listing every invalid setting, if any.
 	void require_valid() const;
 };
 
 // Parses the environment through `lookup` (secure_getenv in the plugin, a map in tests).
 using EnvLookup = const char *(*)(const char *name);
 Options options_from_env(EnvLookup lookup);
+
+// The same, with criu's plugin options over the environment. `plugin_args` is what criu 4.3's
+// criu_plugin_get_options() returns, without argv[0]: "--amdgpu.NAME=VALUE" or "--amdgpu.NAME" (a
+// boolean set to yes); options of other plugins are left alone, unknown amdgpu ones are errors.
+Options options_from(EnvLookup lookup, const std::vector<std::string> &plugin_args);
 
 // The GPU matching switches alone, for tools that only match topologies.
 MatchPolicy match_policy_from_env(EnvLookup lookup);
@@ -41,7 +54,8 @@ MatchPolicy match_policy_from_env(EnvLookup lookup);
 bool parse_env_bool(const char *value, bool &out);
 bool parse_env_size(const char *value, uint64_t &out);
 
-// The lines "param: NAME:Y" / "param: KFD_MAX_BUFFER_SIZE:0x4000000" that init logs.
+// The lines "param: NAME:Y" / "param: KFD_MAX_BUFFER_SIZE:0x4000000" that init logs (upstream's
+// format), then "param: NAME set by plugin option amdgpu.NAME" for each value criu's options set.
 std::vector<std::string> describe(const Options &options);
 
 } // namespace amdgpu

@@ -29,6 +29,8 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
+#include <vector>
 
 namespace amdgpu {
 namespace {
@@ -95,6 +97,23 @@ const char *env_lookup(const char *name)
 	return secure_getenv(name);
 }
 
+// criu 4.3's --plugin-option words; errors go where invalid settings go.
+std::vector<std::string> criu_plugin_options(std::vector<std::string> &errors)
+{
+	if (!criu_plugin_get_options)
+		return {};
+	int argc = 0;
+	char **argv = nullptr;
+	if (const int ret = criu_plugin_get_options(&argc, &argv)) {
+		errors.push_back(strprintf("criu cannot hand over its plugin options: %s", strerror(-ret)));
+		return {};
+	}
+	std::vector<std::string> args;
+	for (int i = 1; i < argc && argv && argv[i]; i++)
+		args.emplace_back(argv[i]);
+	return args;
+}
+
 bool is_gpu_path(const char *path)
 {
 	// criu may hand paths with doubled slashes ("//dev/kfd").
@@ -110,7 +129,10 @@ namespace hooks {
 int init(int stage)
 {
 	return guarded("init", [&] {
-		run = std::make_unique<PluginRun>(PluginRun { stage, options_from_env(env_lookup), nullptr, nullptr });
+		std::vector<std::string> option_errors;
+		const std::vector<std::string> args = criu_plugin_options(option_errors);
+		run = std::make_unique<PluginRun>(PluginRun { stage, options_from(env_lookup, args), nullptr, nullptr });
+		run->options.errors.insert(run->options.errors.end(), option_errors.begin(), option_errors.end());
 		pr_info("%s", describe(running_criu()).c_str());
 		for (const std::string &line : describe(run->options))
 			pr_info("%s", line.c_str());

@@ -135,3 +135,79 @@ TEST_F(OptionsTest, InitLogLinesMatchUpstreamFormat)
 
 } // namespace
 } // namespace amdgpu
+
+namespace amdgpu {
+namespace {
+
+// criu 4.3's --plugin-option=amdgpu.NAME[=VALUE], as criu_plugin_get_options() hands them over.
+class PluginOptionsTest : public OptionsTest {
+protected:
+	Options load(std::vector<std::string> args) { return options_from(fake_lookup, args); }
+};
+
+TEST_F(PluginOptionsTest, EverySettingIsAcceptedAsAPluginOption)
+{
+	const Options o = load({ "--amdgpu.KFD_FW_VER_CHECK=0", "--amdgpu.KFD_SDMA_FW_VER_CHECK=no",
+				 "--amdgpu.KFD_CACHES_COUNT_CHECK=0", "--amdgpu.KFD_NUM_GWS_CHECK=0",
+				 "--amdgpu.KFD_VRAM_SIZE_CHECK=0", "--amdgpu.KFD_NUMA_CHECK=NO",
+				 "--amdgpu.KFD_CAPABILITY_CHECK=0", "--amdgpu.KFD_MAX_BUFFER_SIZE=8M" });
+	EXPECT_TRUE(o.errors.empty()) << o.errors.front();
+	EXPECT_FALSE(o.match.fw_version);
+	EXPECT_FALSE(o.match.sdma_fw_version);
+	EXPECT_FALSE(o.match.caches_count);
+	EXPECT_FALSE(o.match.num_gws);
+	EXPECT_FALSE(o.match.vram_size);
+	EXPECT_FALSE(o.match.numa);
+	EXPECT_FALSE(o.match.capability);
+	EXPECT_EQ(o.max_buffer_size, 8ull << 20);
+}
+
+TEST_F(PluginOptionsTest, APluginOptionWinsOverTheEnvironmentAndSaysSo)
+{
+	fake_env["KFD_FW_VER_CHECK"] = "1";
+	fake_env["KFD_MAX_BUFFER_SIZE"] = "16M";
+	const Options o = load({ "--amdgpu.KFD_FW_VER_CHECK=0" });
+	EXPECT_FALSE(o.match.fw_version);
+	EXPECT_EQ(o.max_buffer_size, 16ull << 20) << "the environment still counts where no option is given";
+	const std::vector<std::string> lines = describe(o);
+	EXPECT_EQ(lines[0], "param: KFD_FW_VER_CHECK:N");
+	EXPECT_EQ(lines.back(), "param: KFD_FW_VER_CHECK set by plugin option amdgpu.KFD_FW_VER_CHECK");
+}
+
+TEST_F(PluginOptionsTest, ABareNameSetsABooleanAndNamesAreCaseInsensitive)
+{
+	fake_env["KFD_NUMA_CHECK"] = "0";
+	const Options o = load({ "--amdgpu.kfd_numa_check", "--AMDGPU.KFD_VRAM_SIZE_CHECK=no" });
+	EXPECT_TRUE(o.errors.empty());
+	EXPECT_TRUE(o.match.numa);
+	EXPECT_FALSE(o.match.vram_size);
+}
+
+TEST_F(PluginOptionsTest, InvalidValuesAreNamedByTheOptionLikeVariablesAre)
+{
+	const Options o = load({ "--amdgpu.KFD_FW_VER_CHECK=maybe", "--amdgpu.KFD_MAX_BUFFER_SIZE=lots" });
+	ASSERT_EQ(o.errors.size(), 2u);
+	EXPECT_EQ(o.errors[0], "plugin option amdgpu.KFD_FW_VER_CHECK='maybe' is not a boolean (use 0, 1, no or yes)");
+	EXPECT_EQ(o.errors[1],
+		  "plugin option amdgpu.KFD_MAX_BUFFER_SIZE='lots' is not a size (a number with an optional k, K, M or G suffix)");
+	EXPECT_TRUE(o.match.fw_version) << "an invalid value keeps the default";
+	try {
+		o.require_valid();
+		FAIL() << "invalid plugin options accepted";
+	} catch (const Error &e) {
+		EXPECT_EQ(e.err(), -EINVAL);
+		EXPECT_NE(std::string(e.what()).find("plugin option amdgpu.KFD_FW_VER_CHECK='maybe'"), std::string::npos);
+	}
+}
+
+TEST_F(PluginOptionsTest, UnknownAmdgpuOptionsAreErrorsOthersPluginsOptionsAreNot)
+{
+	const Options o = load({ "--amdgpu.KFD_FW_VER_CHEK=0", "--cuda.LOCK_TIMEOUT=5", "--amdgpu.KFD_MAX_BUFFER_SIZE",
+				 "not-an-option" });
+	ASSERT_EQ(o.errors.size(), 2u);
+	EXPECT_EQ(o.errors[0], "unknown plugin option amdgpu.KFD_FW_VER_CHEK=0 (the options are the KFD_* settings)");
+	EXPECT_EQ(o.errors[1], "plugin option amdgpu.KFD_MAX_BUFFER_SIZE needs a value");
+}
+
+} // namespace
+} // namespace amdgpu

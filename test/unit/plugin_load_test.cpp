@@ -130,7 +130,7 @@ TEST_F(PluginLoad, InvalidEnvironmentFailsGpuWorkOnlyAndNamesTheVariable)
 	auto *restore = hook<CR_PLUGIN_HOOK__RESTORE_EXT_FILE_t>(CR_PLUGIN_HOOK__RESTORE_EXT_FILE);
 	log_.clear();
 	EXPECT_EQ(restore(8), -EINVAL);
-	EXPECT_TRUE(logged(1, "invalid environment: KFD_FW_VER_CHECK='perhaps'"));
+	EXPECT_TRUE(logged(1, "invalid settings: KFD_FW_VER_CHECK='perhaps'"));
 	desc_->exit(CR_PLUGIN_STAGE__RESTORE, -1);
 }
 

@@ -12,15 +12,22 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 static_assert(CR_PLUGIN_HOOK__MAX == 17, "compiled against criu 4.3's criu-plugin.h");
 
+// What this criu was given as --plugin-option words (argv[0] first, as criu 4.3 hands them over).
+static std::vector<std::string> plugin_option_words = { "criu" };
+
 extern "C" __attribute__((visibility("default"))) int criu_plugin_get_options(int *argc, char ***argv)
 {
-	static char name[] = "amdgpu_plugin";
-	static char *args[] = { name, nullptr };
-	*argc = 1;
-	*argv = args;
+	static std::vector<char *> args;
+	args.clear();
+	for (std::string &w : plugin_option_words)
+		args.push_back(w.data());
+	args.push_back(nullptr);
+	*argc = static_cast<int>(plugin_option_words.size());
+	*argv = args.data();
 	return 0;
 }
 
@@ -60,6 +67,34 @@ TEST_F(Criu43, InitNamesTheHookAbiItDetected)
 	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__RESTORE), 0);
 	EXPECT_TRUE(logged(3, "criu hook ABI: 4.3 (17 hooks, RESTORE_EXT_FILE with retry flag"));
 	desc_->exit(CR_PLUGIN_STAGE__RESTORE, 0);
+}
+
+TEST_F(Criu43, PluginOptionsReachThePluginAndWinOverTheEnvironment)
+{
+	setenv("KFD_FW_VER_CHECK", "1", 1);
+	plugin_option_words = { "criu", "--amdgpu.KFD_FW_VER_CHECK=0", "--amdgpu.KFD_MAX_BUFFER_SIZE=8M" };
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__RESTORE), 0);
+	unsetenv("KFD_FW_VER_CHECK");
+	plugin_option_words = { "criu" };
+	EXPECT_TRUE(logged(3, "param: KFD_FW_VER_CHECK:N"));
+	EXPECT_TRUE(logged(3, "param: KFD_MAX_BUFFER_SIZE:0x800000"));
+	EXPECT_TRUE(logged(3, "param: KFD_FW_VER_CHECK set by plugin option amdgpu.KFD_FW_VER_CHECK"));
+	desc_->exit(CR_PLUGIN_STAGE__RESTORE, 0);
+}
+
+TEST_F(Criu43, AnInvalidPluginOptionFailsGpuWorkAndNamesTheOption)
+{
+	plugin_option_words = { "criu", "--amdgpu.KFD_NUMA_CHECK=sometimes" };
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__RESTORE), 0) << "non-GPU runs must not be broken by a GPU setting";
+	plugin_option_words = { "criu" };
+	EXPECT_TRUE(logged(1, "plugin option amdgpu.KFD_NUMA_CHECK='sometimes' is not a boolean"));
+	images_.write("amdgpu-kfd-9.img", std::string(8, '\0'));
+	GarbageFlag flag;
+	log_.clear();
+	EXPECT_EQ(hook<CR_PLUGIN_HOOK__RESTORE_EXT_FILE_t>(CR_PLUGIN_HOOK__RESTORE_EXT_FILE)(9, &flag.flag), -EINVAL);
+	EXPECT_EQ(flag.byte(), 0);
+	EXPECT_TRUE(logged(1, "invalid settings: plugin option amdgpu.KFD_NUMA_CHECK='sometimes'"));
+	desc_->exit(CR_PLUGIN_STAGE__RESTORE, -1);
 }
 
 TEST_F(Criu43, RestoreClearsTheUninitialisedRetryFlagOnEveryPath)
