@@ -4,6 +4,8 @@
 // ABI; print_on_level() lives in criu's log.h, which is not installed, so it is declared here.
 #pragma once
 
+#include <cstddef>
+
 extern "C" {
 #include <criu/criu-plugin.h>
 
@@ -16,4 +18,10 @@ int find_unused_fd_pid(int pid) __attribute__((weak));
 // criu 4.3: this run's plugin options, argv-style (argv[0] a program name, then "--..." words).
 // Weak: older criu have none.
 int criu_plugin_get_options(int *argc, char ***argv) __attribute__((weak));
+
+// criu 4.1+: the inventory's list of plugins a restore needs. A dump names the plugin there once it
+// saved GPU state (a restore without the plugin then fails naming it); a restore takes its name off
+// the list at init (criu fails a restore whose listed plugins are not all taken off).
+int add_inventory_plugin(const char *name) __attribute__((weak));
+bool check_and_remove_inventory_plugin(const char *name, size_t n) __attribute__((weak));
 }

@@ -10,12 +10,11 @@
 #include "kfd_ioctl.hpp"
 #include "kfd_priv_data.hpp"
 #include "log.hpp"
+#include "task_fds.hpp"
 #include "topology_image.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -288,34 +287,6 @@ void RestoreSession::close_unused_render_fds(const GpuMap &map)
 	}
 }
 
-namespace {
-
-bool same_open_file(int a, int b)
-{
-	const pid_t self = getpid();
-	return syscall(SYS_kcmp, self, self, KCMP_FILE, a, b) == 0;
-}
-
-// The task's fds, in ascending order, below `limit` (all of them if limit <= 0).
-std::vector<int> task_fds(int limit)
-{
-	std::vector<int> fds;
-	std::unique_ptr<DIR, int (*)(DIR *)> dir(opendir("/proc/self/fd"), closedir);
-	if (!dir)
-		fail_errno(errno, "cannot list /proc/self/fd");
-	while (const dirent *de = readdir(dir.get())) {
-		char *end;
-		const long fd = strtol(de->d_name, &end, 10);
-		if (*end || end == de->d_name || fd == dirfd(dir.get()) || (limit > 0 && fd >= limit))
-			continue;
-		fds.push_back(static_cast<int>(fd));
-	}
-	std::sort(fds.begin(), fds.end());
-	return fds;
-}
-
-} // namespace
-
 void RestoreSession::hand_render_files_to_task()
 {
 	if (handed_over_)
@@ -323,14 +294,11 @@ void RestoreSession::hand_render_files_to_task()
 	handed_over_ = true;
 	if (render_fds_.empty())
 		return;
-	const std::vector<int> fds = task_fds(fd_floor_);
 	for (auto it = render_fds_.begin(); it != render_fds_.end();) {
 		const uint32_t gpu = it->first;
 		const int ours = it->second.get();
-		const auto theirs = std::find_if(fds.begin(), fds.end(), [&](int fd) {
-			return fd != ours && same_open_file(fd, ours);
-		});
-		if (theirs == fds.end()) {
+		const std::optional<int> theirs = lowest_fd_sharing_file(ours, fd_floor_);
+		if (!theirs) {
 			const bool mapped = std::any_of(vmas_.begin(), vmas_.end(),
 							[&](const VmaUpdate &v) { return v.render_gpu == gpu; });
 			if (!mapped) {

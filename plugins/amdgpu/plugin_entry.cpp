@@ -35,10 +35,13 @@
 namespace amdgpu {
 namespace {
 
+constexpr const char *kPluginName = "amdgpu_plugin";
+
 // Everything that lives from init to exit of one criu run.
 struct PluginRun {
 	int stage;
 	Options options;
+	bool in_inventory = false; // named in the dump's inventory (criu 4.1+)
 	std::unique_ptr<DumpSession> dump;	 // criu's dumping process
 	std::unique_ptr<RestoreSession> restore; // one restored task (after fork)
 };
@@ -69,6 +72,18 @@ PluginRun &current_run()
 	if (!run)
 		fail(-EINVAL, "plugin hook called before init");
 	return *run;
+}
+
+// A dump that claims GPU files or mappings names the plugin in the inventory, so that a restore
+// without it fails saying so instead of failing on the first GPU file.
+void name_plugin_in_inventory()
+{
+	PluginRun &r = current_run();
+	if (r.in_inventory || !add_inventory_plugin)
+		return;
+	if (add_inventory_plugin(kPluginName))
+		fail(-ENOMEM, "cannot add %s to the inventory's plugin list", kPluginName);
+	r.in_inventory = true;
 }
 
 DumpSession &dump_session()
@@ -131,17 +146,25 @@ int init(int stage)
 	return guarded("init", [&] {
 		std::vector<std::string> option_errors;
 		const std::vector<std::string> args = criu_plugin_options(option_errors);
-		run = std::make_unique<PluginRun>(PluginRun { stage, options_from(env_lookup, args), nullptr, nullptr });
+		run = std::make_unique<PluginRun>(PluginRun { stage, options_from(env_lookup, args), false, nullptr, nullptr });
 		run->options.errors.insert(run->options.errors.end(), option_errors.begin(), option_errors.end());
 		pr_info("%s", describe(running_criu()).c_str());
 		for (const std::string &line : describe(run->options))
 			pr_info("%s", line.c_str());
 		for (const std::string &line : run->options.errors)
 			pr_err("%s", line.c_str());
+		// Images from a criu 4.1+ dump of GPU state list this plugin: take it off, or criu refuses
+		// the restore as missing a plugin. Images without GPU state are restored all the same.
+		if (stage == CR_PLUGIN_STAGE__RESTORE && check_and_remove_inventory_plugin &&
+		    !check_and_remove_inventory_plugin(kPluginName, strlen(kPluginName)))
+			pr_debug("the inventory does not list %s: no GPU state in these images", kPluginName);
 		return 0;
 	});
 }
 
+// Resumes the GPU queues of the dumped tasks. Every criu from 3.17 to 4.2 calls the plugins' exit
+// before it releases the dumped tasks (resumed or killed), on success and on failure alike, so
+// this is the moment; criu 4.3's DUMP_FINISH runs at the same point and would add nothing.
 void exit(int stage, int ret)
 {
 	guarded("exit", [&] {
@@ -162,6 +185,7 @@ int dump_ext_file(int fd, int id)
 		const GpuFileKind kind = classify_device(st);
 		if (kind == GpuFileKind::none)
 			return -ENOTSUP;
+		name_plugin_in_inventory();
 		if (kind == GpuFileKind::kfd)
 			dump_session().dump_kfd(fd, static_cast<uint32_t>(id));
 		else
@@ -194,6 +218,7 @@ int handle_device_vma(int fd, const struct stat *st)
 		const GpuFileKind kind = classify_device(*st);
 		if (kind == GpuFileKind::none)
 			return -ENOTSUP;
+		name_plugin_in_inventory();
 		pr_debug("accepting mapping of %s", to_string(kind));
 		return 0;
 	});

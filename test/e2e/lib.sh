@@ -27,6 +27,8 @@
 #   scenario_warnings_begin / tap_no_kernel_warnings   WARNING/BUG/Oops in dmesg since begin
 #   e2e_done                         unload the emulator, check the kernel log, end the TAP plan
 #   task_snapshot, tap_same_task     the restored task is the dumped one (task-snapshot.sh)
+#   criu_version                     the version the criu in PATH reports ("4.2.1")
+#   criu_has_inventory_plugins       true for criu 4.1 and newer (plugins listed in the inventory)
 
 E2E_BIN=${E2E_BIN:-$VM_REPO/test/e2e/bin}
 EMU_DEBUGFS=/sys/kernel/debug/amdgpu_emu
@@ -193,6 +195,18 @@ tap_no_kfd_process() {
 		tap_not_ok "$1"
 		sed 's/^/#   /' "$EMU_DEBUGFS/processes" | head -n 10
 	fi
+}
+
+criu_version() {
+	criu --version 2>/dev/null | sed -n 's/^Version: *//p'
+}
+
+criu_has_inventory_plugins() {
+	local v major minor
+	v=$(criu_version)
+	major=${v%%.*} minor=${v#*.}
+	minor=${minor%%.*}
+	[ "${major:-0}" -gt 4 ] || { [ "${major:-0}" -eq 4 ] && [ "${minor:-0}" -ge 1 ]; }
 }
 
 tap_log_has() {

@@ -22,7 +22,8 @@ set -uo pipefail
 cd "$VM_TOP" || exit 1
 
 t_start=$(date +%s.%N)
-run="$VM_CACHE/last-run${VM_CRIU:+-criu-$VM_CRIU}"
+run="$VM_CACHE/last-run"
+[ "${VM_CRIU:-3.17.1}" = 3.17.1 ] || run+="-criu-$VM_CRIU"
 passed=0 failed=0 skipped=0
 
 criu_label=${VM_CRIU:+[criu $VM_CRIU] }

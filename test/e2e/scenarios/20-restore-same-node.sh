@@ -29,6 +29,18 @@ for w in kfd hsakmt; do
 	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
 	tap_check "$w: the dumped task is gone" task_gone "$pid" "$state"
 
+	# criu 4.1+ lists the plugins a restore needs in the inventory: without ours it must say so.
+	if criu_has_inventory_plugins; then
+		if CRIU_LIBDIR='' wl_restore "$img" >/dev/null 2>&1; then
+			tap_not_ok "$w: a restore without the plugin fails naming it" "it succeeded"
+			wl_kill "$pid"
+		else
+			tap_log_has "$w: a restore without the plugin fails naming it" "$CRIU_LAST_LOG" \
+				'Missing required plugin: amdgpu_plugin'
+		fi
+	else
+		tap_skip "$w: a restore without the plugin fails naming it" "criu $(criu_version) has no inventory plugin list"
+	fi
 	if wl_restore "$img"; then
 		tap_ok "$w: criu restore"
 	else

@@ -37,6 +37,7 @@ dump_rss() {
 		return 1
 	fi
 	log=$(criu_log_path "dump-$name")
+	task_snapshot "$pid" "$RESULTS_DIR/$name.dumped"
 	KFD_MAX_BUFFER_SIZE=${cap}M peak_rss_kib "$RESULTS_DIR/$name.rss" \
 		criu dump --libdir "$CRIU_LIBDIR" -v4 -o "$log" -t "$pid" -D "$dir"
 	rc=$?
@@ -85,6 +86,7 @@ rc=$?
 if [ "$rc" -eq 0 ] && kill -0 "$pid_big" 2>/dev/null; then
 	tap_ok "the bounded dump restores (also bounded)"
 	tap_wl_check "restored workload verifies every byte" "$pid_big" USR1 "$RESULTS_DIR/big.state" 300
+	tap_same_task "restored" "$RESULTS_DIR/big.dumped" "$pid_big"
 	kill -TERM "$pid_big"
 	wait_for "! kill -0 $pid_big 2>/dev/null" 30 || wl_stop "$pid_big"
 else

@@ -53,6 +53,7 @@ else
 fi
 tap_wl_check "verified in the container" "$pid" USR1 "$state" 120
 
+task_snapshot "$pid" "$RESULTS_DIR/w50.dumped"
 criu_dump "$pid" "$imgs"
 rc=$?
 if [ "$rc" -eq 0 ]; then
@@ -84,6 +85,7 @@ fi
 tap_check "the restored task is in the container" grep -qx "$pid" "$cg/cgroup.procs"
 tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
 tap_wl_check "restored queue beats" "$pid" USR2 "$state" 60
+tap_same_task "restored in the container" "$RESULTS_DIR/w50.dumped" "$pid"
 
 kill -TERM "$pid"
 wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"

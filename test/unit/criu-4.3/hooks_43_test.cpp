@@ -31,10 +31,33 @@ extern "C" __attribute__((visibility("default"))) int criu_plugin_get_options(in
 	return 0;
 }
 
+// criu's inventory list of the plugins a restore needs (criu 4.1+), as this criu was asked.
+static std::vector<std::string> inventory_added, inventory_taken_off;
+
+extern "C" __attribute__((visibility("default"))) int add_inventory_plugin(const char *name)
+{
+	inventory_added.emplace_back(name);
+	return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) bool check_and_remove_inventory_plugin(const char *name, size_t n)
+{
+	inventory_taken_off.emplace_back(name, n);
+	return true;
+}
+
 namespace amdgpu {
 namespace {
 
-using Criu43 = test::LoadedPlugin;
+class Criu43 : public test::LoadedPlugin {
+protected:
+	void SetUp() override
+	{
+		inventory_added.clear();
+		inventory_taken_off.clear();
+		LoadedPlugin::SetUp();
+	}
+};
 
 // What criu 4.3's open_fd() hands over: a bool it never initialised, here filled with garbage.
 struct GarbageFlag {
@@ -95,6 +118,34 @@ TEST_F(Criu43, AnInvalidPluginOptionFailsGpuWorkAndNamesTheOption)
 	EXPECT_EQ(flag.byte(), 0);
 	EXPECT_TRUE(logged(1, "invalid settings: plugin option amdgpu.KFD_NUMA_CHECK='sometimes'"));
 	desc_->exit(CR_PLUGIN_STAGE__RESTORE, -1);
+}
+
+TEST_F(Criu43, ADumpOfGpuMappingsNamesThePluginInTheInventoryOnce)
+{
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__DUMP), 0);
+	auto *vma = hook<CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA_t>(CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA);
+	struct stat st = {};
+	st.st_mode = S_IFCHR | 0666;
+	st.st_rdev = makedev(1, 3);
+	EXPECT_EQ(vma(-1, &st), -ENOTSUP);
+	EXPECT_TRUE(inventory_added.empty()) << "a dump without GPU state needs no plugin to restore";
+	st.st_rdev = makedev(226, 128);
+	EXPECT_EQ(vma(-1, &st), 0);
+	EXPECT_EQ(vma(-1, &st), 0);
+	EXPECT_EQ(inventory_added, std::vector<std::string> { "amdgpu_plugin" });
+	desc_->exit(CR_PLUGIN_STAGE__DUMP, 0);
+}
+
+TEST_F(Criu43, RestoreTakesThePluginOffTheInventoryAtInit)
+{
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__RESTORE), 0);
+	EXPECT_EQ(inventory_taken_off, std::vector<std::string> { "amdgpu_plugin" })
+		<< "criu refuses a restore whose listed plugins were not all taken off";
+	desc_->exit(CR_PLUGIN_STAGE__RESTORE, 0);
+	inventory_taken_off.clear();
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__DUMP), 0);
+	EXPECT_TRUE(inventory_taken_off.empty());
+	desc_->exit(CR_PLUGIN_STAGE__DUMP, 0);
 }
 
 TEST_F(Criu43, RestoreClearsTheUninitialisedRetryFlagOnEveryPath)

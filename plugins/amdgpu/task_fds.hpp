@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The fd table of the process the plugin runs in (a task being restored), seen from inside it.
+#pragma once
+
+#include <optional>
+
+namespace amdgpu {
+
+// The lowest fd below `limit` (every fd if limit <= 0), other than `fd` itself, that refers to the
+// same open file description as `fd` (a dup of it, or one installed from a dup): kcmp(KCMP_FILE).
+std::optional<int> lowest_fd_sharing_file(int fd, int limit);
+
+} // namespace amdgpu
