@@ -65,7 +65,14 @@ UNIT43_BIN := $(BUILD)/test/unit/criu-4.3-tests
 .PHONY: all deps plugin tools install check check-full check-unit check-vm bench demo emu clean format
 .DEFAULT_GOAL := all
 
-all: plugin tools $(UNIT_BIN) $(BENCHES)
+# Test-bed programs built on the host (the guest sees this tree): the image streamer stand-in.
+STREAMER   := $(BUILD)/test/image-streamer
+
+all: plugin tools $(UNIT_BIN) $(BENCHES) $(STREAMER)
+
+$(STREAMER): test/streamer/image_streamer.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 -O2 -g $(WARN) -pthread -o $@ $<
 
 deps:
 	@scripts/install-deps.sh

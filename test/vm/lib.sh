@@ -15,6 +15,9 @@
 #                                $RESULTS_DIR/<name>.out); its pid goes into <var>
 #   criu_dump <pid> <imgdir> [criu args...]     criu dump with our plugin and a log in RESULTS_DIR
 #   criu_restore <imgdir> [criu args...]        criu restore (detached) likewise
+#   streamer_start capture|serve <imgdir> <stream file>   the image streamer stand-in
+#                                (test/streamer/) on <imgdir>'s socket, for criu --stream;
+#                                streamer_wait: its exit status once criu is done with it
 #   wait_for <shell condition> <seconds>        poll until true; fails on timeout
 #   dmesg_mark <marker>, tap_dmesg_clean <marker>  no WARN/BUG/Oops in the kernel log since a mark
 #   tap_ok / tap_not_ok / tap_skip <name> [why], tap_check <name> <cmd...>, tap_done
@@ -185,6 +188,32 @@ criu_restore() {
 	local dir=$1
 	shift
 	criu_run restore -D "$dir" -d "$@"
+}
+
+# --- the image streamer stand-in (test/streamer/README.md) ------------------------------------
+
+IMAGE_STREAMER=${IMAGE_STREAMER:-$VM_REPO/build/test/image-streamer}
+
+streamer_start() {
+	local mode=$1 dir=$2 stream=$3 sock
+	mkdir -p "$dir"
+	case "$mode" in
+	capture)
+		sock=$dir/streamer-capture.sock
+		"$IMAGE_STREAMER" --images-dir "$dir" capture >"$stream" 2>>"$RESULTS_DIR/streamer.log" &
+		;;
+	serve)
+		sock=$dir/streamer-serve.sock
+		"$IMAGE_STREAMER" --images-dir "$dir" serve <"$stream" 2>>"$RESULTS_DIR/streamer.log" &
+		;;
+	esac
+	STREAMER_PID=$!
+	wait_for "[ -S '$sock' ] || ! kill -0 $STREAMER_PID 2>/dev/null" 20 && [ -S "$sock" ]
+}
+
+streamer_wait() {
+	wait_for "! kill -0 $STREAMER_PID 2>/dev/null" 30 || kill -KILL "$STREAMER_PID" 2>/dev/null
+	wait "$STREAMER_PID"
 }
 
 # --- the kernel log --------------------------------------------------------------------------

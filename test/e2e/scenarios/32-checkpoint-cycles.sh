@@ -8,7 +8,7 @@
 # (tap_same_task: fd table, memory map, GPU state, host). Per cycle it reports the dump and
 # restore times, the task's fd count, criu's peak RSS and the task's VRAM as the emulator counts
 # it; the fd count and the VRAM must not move, criu's peak RSS must not grow.
-# timeout: 1500
+# timeout: 2400
 . test/vm/lib.sh
 . test/e2e/lib.sh
 e2e_require
