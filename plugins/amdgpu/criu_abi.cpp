@@ -14,11 +14,10 @@ namespace {
 // criu's names for descriptor-less plugin entry points, by hook number, without their common
 // "cr_plugin_" prefix: kept apart so that no whole name appears in the plugin or a test host.
 constexpr std::array<std::string_view, kHookSlots> kEntryNames = {
-	"dump_unix_sk",	  "restore_unix_sk",	   "dump_file",		 "restore_file",
-	"dump_ext_mount", "restore_ext_mount",	   "dump_ext_link",	 "handle_device_vma",
-	"update_vma_map", "resume_devices_late",   "pause_devices",	 "checkpoint_devices",
-	"post_forking",	  "restore_init",	   "dump_devices_late", "update_inetsk",
-	"dump_finish",
+	"dump_unix_sk",	     "restore_unix_sk",	   "dump_file",		"restore_file",	  "dump_ext_mount",
+	"restore_ext_mount", "dump_ext_link",	   "handle_device_vma", "update_vma_map", "resume_devices_late",
+	"pause_devices",     "checkpoint_devices", "post_forking",	"restore_init",	  "dump_devices_late",
+	"update_inetsk",     "dump_finish",
 };
 
 constexpr std::string_view kEntryPrefix = "cr_plugin_";
@@ -59,7 +58,8 @@ int hook_of_entry_name(std::string_view name)
 unsigned int named_hooks_in(std::string_view bytes)
 {
 	unsigned int known = 0;
-	for (size_t at = bytes.find(kEntryPrefix); at != std::string_view::npos; at = bytes.find(kEntryPrefix, at + 1)) {
+	for (size_t at = bytes.find(kEntryPrefix); at != std::string_view::npos;
+	     at = bytes.find(kEntryPrefix, at + 1)) {
 		if (at > 0 && bytes[at - 1] != '\0')
 			continue; // the tail of a longer string
 		const size_t name = at + kEntryPrefix.size();

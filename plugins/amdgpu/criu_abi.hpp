@@ -42,9 +42,9 @@ enum CriuHook : unsigned int {
 
 // What the running criu binary shows of itself.
 struct CriuTraits {
-	unsigned int named_hooks = 0;	// 1 + the highest hook whose "cr_plugin_*" name criu carries
-	bool plugin_options = false;	// exports criu_plugin_get_options() (4.3)
-	bool fchown_helper = false;	// exports cr_fchown() (3.19)
+	unsigned int named_hooks = 0; // 1 + the highest hook whose "cr_plugin_*" name criu carries
+	bool plugin_options = false;  // exports criu_plugin_get_options() (4.3)
+	bool fchown_helper = false;   // exports cr_fchown() (3.19)
 };
 
 struct CriuAbi {

@@ -281,8 +281,8 @@ void RestoreSession::close_unused_render_fds(const GpuMap &map)
 			++it;
 			continue;
 		}
-		pr_debug("GPU 0x%04x: not used by the task; its render fd %d is closed (KFD holds the file)",
-			 it->first, it->second.get());
+		pr_debug("GPU 0x%04x: not used by the task; its render fd %d is closed (KFD holds the file)", it->first,
+			 it->second.get());
 		it = render_fds_.erase(it);
 	}
 }
@@ -303,8 +303,8 @@ void RestoreSession::hand_render_files_to_task()
 							[&](const VmaUpdate &v) { return v.render_gpu == gpu; });
 			if (!mapped) {
 				// Nothing to map through it, and KFD holds the file for the VM.
-				pr_debug("GPU 0x%04x: no fd of the task and no mapping needs render fd %d; closed",
-					 gpu, ours);
+				pr_debug("GPU 0x%04x: no fd of the task and no mapping needs render fd %d; closed", gpu,
+					 ours);
 				it = render_fds_.erase(it);
 				continue;
 			}
@@ -314,8 +314,8 @@ void RestoreSession::hand_render_files_to_task()
 			++it;
 			continue;
 		}
-		pr_debug("GPU 0x%04x: mappings go through the task's fd %d; the plugin's fd %d is closed", gpu,
-			 *theirs, ours);
+		pr_debug("GPU 0x%04x: mappings go through the task's fd %d; the plugin's fd %d is closed", gpu, *theirs,
+			 ours);
 		task_render_fds_[gpu] = *theirs;
 		it = render_fds_.erase(it);
 	}

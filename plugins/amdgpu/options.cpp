@@ -56,7 +56,7 @@ bool is_known(const std::string &name)
 class Settings {
 public:
 	Settings(EnvLookup env, const std::vector<std::string> &plugin_args, std::vector<std::string> &errors)
-		: env_(env)
+	    : env_(env)
 	{
 		for (const std::string &arg : plugin_args) {
 			std::string_view a(arg);
@@ -69,10 +69,12 @@ public:
 			a.remove_prefix(kOptionPrefix.size());
 			const size_t eq = a.find('=');
 			std::string name(a.substr(0, eq));
-			std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return toupper(c); });
+			std::transform(name.begin(), name.end(), name.begin(),
+				       [](unsigned char c) { return toupper(c); });
 			if (!is_known(name)) {
-				errors.push_back(strprintf("unknown plugin option %s (the options are the KFD_* settings)",
-							   arg.c_str() + 2));
+				errors.push_back(
+					strprintf("unknown plugin option %s (the options are the KFD_* settings)",
+						  arg.c_str() + 2));
 				continue;
 			}
 			if (eq == std::string_view::npos && name == kMaxBufferVar) {
@@ -229,7 +231,8 @@ std::vector<std::string> describe(const Options &options)
 	// Upstream's lines stay as they are; where a value came from criu's options is said apart.
 	for (const auto &[name, origin] : options.origins)
 		if (origin == "plugin option")
-			lines.push_back(strprintf("param: %s set by plugin option amdgpu.%s", name.c_str(), name.c_str()));
+			lines.push_back(
+				strprintf("param: %s set by plugin option amdgpu.%s", name.c_str(), name.c_str()));
 	return lines;
 }
 

@@ -41,7 +41,7 @@ constexpr const char *kPluginName = "amdgpu_plugin";
 struct PluginRun {
 	int stage;
 	Options options;
-	bool in_inventory = false; // named in the dump's inventory (criu 4.1+)
+	bool in_inventory = false;		 // named in the dump's inventory (criu 4.1+)
 	std::unique_ptr<DumpSession> dump;	 // criu's dumping process
 	std::unique_ptr<RestoreSession> restore; // one restored task (after fork)
 };
@@ -146,7 +146,8 @@ int init(int stage)
 	return guarded("init", [&] {
 		std::vector<std::string> option_errors;
 		const std::vector<std::string> args = criu_plugin_options(option_errors);
-		run = std::make_unique<PluginRun>(PluginRun { stage, options_from(env_lookup, args), false, nullptr, nullptr });
+		run = std::make_unique<PluginRun>(
+			PluginRun { stage, options_from(env_lookup, args), false, nullptr, nullptr });
 		run->options.errors.insert(run->options.errors.end(), option_errors.begin(), option_errors.end());
 		pr_info("%s", describe(running_criu()).c_str());
 		for (const std::string &line : describe(run->options))
@@ -196,7 +197,7 @@ int dump_ext_file(int fd, int id)
 
 int restore_ext_file(int id, bool *retry_needed)
 {
-	// Only criu's with the flag pass it (criu_abi.hpp), and they leave it uninitialised. The plugin
+	// Only criu versions with the flag pass it (criu_abi.hpp), and they leave it uninitialised. The plugin
 	// restores a file in one call or fails: it never asks for a retry.
 	if (running_criu().restore_file_retry_flag && retry_needed)
 		*retry_needed = false;

@@ -229,7 +229,8 @@ int serve(const std::string &dir)
 		auto it = files.find(*name);
 		const bool ok = it != files.end() && !it->second.served;
 		if (it != files.end() && it->second.served) {
-			std::fprintf(stderr, "image-streamer: %s asked for again: a stream cannot go back\n", name->c_str());
+			std::fprintf(stderr, "image-streamer: %s asked for again: a stream cannot go back\n",
+				     name->c_str());
 			again++;
 		}
 		send_reply(conn, ok);
@@ -257,8 +258,9 @@ int serve(const std::string &dir)
 int main(int argc, char **argv)
 {
 	if (argc != 4 || std::strcmp(argv[1], "--images-dir")) {
-		std::fprintf(stderr, "usage: %s --images-dir DIR capture >STREAM\n"
-				     "       %s --images-dir DIR serve <STREAM\n",
+		std::fprintf(stderr,
+			     "usage: %s --images-dir DIR capture >STREAM\n"
+			     "       %s --images-dir DIR serve <STREAM\n",
 			     argv[0], argv[0]);
 		return 2;
 	}

@@ -188,15 +188,16 @@ TEST_F(PluginOptionsTest, InvalidValuesAreNamedByTheOptionLikeVariablesAre)
 	const Options o = load({ "--amdgpu.KFD_FW_VER_CHECK=maybe", "--amdgpu.KFD_MAX_BUFFER_SIZE=lots" });
 	ASSERT_EQ(o.errors.size(), 2u);
 	EXPECT_EQ(o.errors[0], "plugin option amdgpu.KFD_FW_VER_CHECK='maybe' is not a boolean (use 0, 1, no or yes)");
-	EXPECT_EQ(o.errors[1],
-		  "plugin option amdgpu.KFD_MAX_BUFFER_SIZE='lots' is not a size (a number with an optional k, K, M or G suffix)");
+	EXPECT_EQ(o.errors[1], "plugin option amdgpu.KFD_MAX_BUFFER_SIZE='lots' is not a size (a number with an "
+			       "optional k, K, M or G suffix)");
 	EXPECT_TRUE(o.match.fw_version) << "an invalid value keeps the default";
 	try {
 		o.require_valid();
 		FAIL() << "invalid plugin options accepted";
 	} catch (const Error &e) {
 		EXPECT_EQ(e.err(), -EINVAL);
-		EXPECT_NE(std::string(e.what()).find("plugin option amdgpu.KFD_FW_VER_CHECK='maybe'"), std::string::npos);
+		EXPECT_NE(std::string(e.what()).find("plugin option amdgpu.KFD_FW_VER_CHECK='maybe'"),
+			  std::string::npos);
 	}
 }
 

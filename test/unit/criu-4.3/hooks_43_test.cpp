@@ -76,8 +76,9 @@ TEST_F(Criu43, DescriptorIsOneCriu43Accepts)
 	EXPECT_STREQ(desc_->name, "amdgpu_plugin");
 	EXPECT_LE(desc_->version, static_cast<unsigned int>(CRIU_PLUGIN_VERSION));
 	EXPECT_EQ(desc_->max_hooks, static_cast<unsigned int>(CR_PLUGIN_HOOK__MAX));
-	for (int id : { CR_PLUGIN_HOOK__DUMP_EXT_FILE, CR_PLUGIN_HOOK__RESTORE_EXT_FILE, CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA,
-			CR_PLUGIN_HOOK__UPDATE_VMA_MAP, CR_PLUGIN_HOOK__RESUME_DEVICES_LATE })
+	for (int id :
+	     { CR_PLUGIN_HOOK__DUMP_EXT_FILE, CR_PLUGIN_HOOK__RESTORE_EXT_FILE, CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA,
+	       CR_PLUGIN_HOOK__UPDATE_VMA_MAP, CR_PLUGIN_HOOK__RESUME_DEVICES_LATE })
 		EXPECT_NE(desc_->hooks[id], nullptr) << "hook " << id;
 	// Hooks the plugin has nothing to do in stay empty: criu skips them.
 	for (int id : { CR_PLUGIN_HOOK__PAUSE_DEVICES, CR_PLUGIN_HOOK__CHECKPOINT_DEVICES, CR_PLUGIN_HOOK__RESTORE_INIT,
@@ -183,8 +184,8 @@ TEST_F(Criu43, EveryHookAnswersWhenCalledThe43Way)
 
 	uint64_t new_pgoff = 0;
 	int plugin_fd = -1;
-	EXPECT_EQ(hook<CR_PLUGIN_HOOK__UPDATE_VMA_MAP_t>(CR_PLUGIN_HOOK__UPDATE_VMA_MAP)("/usr/lib/libc.so.6", 0x1000, 0,
-											   &new_pgoff, &plugin_fd),
+	EXPECT_EQ(hook<CR_PLUGIN_HOOK__UPDATE_VMA_MAP_t>(CR_PLUGIN_HOOK__UPDATE_VMA_MAP)("/usr/lib/libc.so.6", 0x1000,
+											 0, &new_pgoff, &plugin_fd),
 		  -ENOTSUP);
 	EXPECT_EQ(hook<CR_PLUGIN_HOOK__RESUME_DEVICES_LATE_t>(CR_PLUGIN_HOOK__RESUME_DEVICES_LATE)(getpid()), -ENOTSUP);
 	desc_->exit(CR_PLUGIN_STAGE__DUMP, 0);
