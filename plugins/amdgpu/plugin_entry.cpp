@@ -20,11 +20,13 @@
 #include "kfd_restore.hpp"
 #include "log.hpp"
 #include "options.hpp"
+#include "task_fds.hpp"
 
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -86,10 +88,31 @@ void name_plugin_in_inventory()
 	r.in_inventory = true;
 }
 
+// The plugin's images are files in criu's image directory; with --stream criu's own go through the
+// image streamer and the GPU state would be left out of the checkpoint. Until the plugin streams
+// too, such a run is refused before any GPU work: a dump that fails leaves the task running.
+void refuse_image_streamer(int image_dir)
+{
+	char path[PATH_MAX];
+	const std::string link = strprintf("/proc/self/fd/%d", image_dir);
+	const ssize_t n = readlink(link.c_str(), path, sizeof(path) - 1);
+	if (n <= 0)
+		return;
+	const std::string dir(path, static_cast<size_t>(n));
+	for (const char *sock : { "streamer-capture.sock", "streamer-serve.sock" })
+		if (has_socket_connected_to(dir + "/" + sock))
+			fail(-EOPNOTSUPP,
+			     "criu streams its images (--stream, %s/%s); GPU state cannot go through the image "
+			     "streamer yet: checkpoint GPU processes without --stream",
+			     dir.c_str(), sock);
+}
+
 DumpSession &dump_session()
 {
 	PluginRun &r = current_run();
 	r.options.require_valid();
+	if (!r.dump)
+		refuse_image_streamer(criu_get_image_dir());
 	if (!r.dump)
 		r.dump = std::make_unique<DumpSession>(r.options, criu_get_image_dir(),
 						       std::string(kDefaultTopologyDir));
@@ -102,8 +125,10 @@ RestoreSession &restore_session()
 	r.options.require_valid();
 	// criu forks the restored tasks from processes that may already hold a session: a child
 	// drops its copy (closing only its own duplicates of the fds) and starts its own.
-	if (!r.restore || r.restore->owner() != getpid())
+	if (!r.restore || r.restore->owner() != getpid()) {
+		refuse_image_streamer(criu_get_image_dir());
 		r.restore = std::make_unique<RestoreSession>(r.options, criu_get_image_dir());
+	}
 	return *r.restore;
 }
 

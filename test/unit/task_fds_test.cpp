@@ -45,3 +45,47 @@ TEST(TaskFds, FdsAtOrAboveTheLimitAreNotTheTasks)
 
 } // namespace
 } // namespace amdgpu
+
+#include "support/temp_dir.hpp"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cstring>
+
+namespace amdgpu {
+namespace {
+
+unique_fd unix_socket()
+{
+	return unique_fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+}
+
+sockaddr_un address_of(const std::string &path)
+{
+	sockaddr_un a = {};
+	a.sun_family = AF_UNIX;
+	std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+	return a;
+}
+
+TEST(TaskFds, AConnectionToTheImageStreamerIsSeen)
+{
+	test::TempDir dir;
+	const std::string path = (dir.path() / "streamer-capture.sock").string();
+	unique_fd server = unix_socket();
+	const sockaddr_un addr = address_of(path);
+	ASSERT_EQ(bind(server.get(), reinterpret_cast<const sockaddr *>(&addr), sizeof(addr)), 0);
+	ASSERT_EQ(listen(server.get(), 1), 0);
+	EXPECT_FALSE(has_socket_connected_to(path)) << "a listening socket is not a connection to it";
+
+	unique_fd client = unix_socket();
+	ASSERT_EQ(connect(client.get(), reinterpret_cast<const sockaddr *>(&addr), sizeof(addr)), 0);
+	EXPECT_TRUE(has_socket_connected_to(path));
+	EXPECT_FALSE(has_socket_connected_to((dir.path() / "streamer-serve.sock").string()));
+	client.reset();
+	EXPECT_FALSE(has_socket_connected_to(path));
+}
+
+} // namespace
+} // namespace amdgpu
