@@ -17,10 +17,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>

@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -44,11 +45,12 @@ namespace {
 	std::exit(2);
 }
 
-bool read_full(int fd, void *buf, size_t len)
+// Moves exactly len bytes with read() or write(); false on EOF or error.
+template <typename Buf, typename Io> bool transfer_full(int fd, Buf *buf, size_t len, Io io)
 {
-	auto *p = static_cast<char *>(buf);
+	auto *p = reinterpret_cast<std::conditional_t<std::is_const_v<Buf>, const char, char> *>(buf);
 	while (len) {
-		const ssize_t n = read(fd, p, len);
+		const ssize_t n = io(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -59,19 +61,14 @@ bool read_full(int fd, void *buf, size_t len)
 	return true;
 }
 
+bool read_full(int fd, void *buf, size_t len)
+{
+	return transfer_full(fd, buf, len, ::read);
+}
+
 bool write_full(int fd, const void *buf, size_t len)
 {
-	auto *p = static_cast<const char *>(buf);
-	while (len) {
-		const ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= static_cast<size_t>(n);
-	}
-	return true;
+	return transfer_full(fd, buf, len, ::write);
 }
 
 // The one string field (number 1, wire type 2) of img_streamer_request_entry.
