@@ -220,7 +220,7 @@ int run(int argc, char **argv)
 		bool all_mapped = true;
 		for (uint32_t id : ids) {
 			const std::string name = kfd_image_name(id);
-			const CriuKfdPtr msg = read_criu_kfd(dirfd.get(), id);
+			const CriuKfdPtr msg = read_criu_kfd(ImageDir::files(dirfd.get()), id);
 			const Topology src = topology_from_image(*msg, name);
 			all_mapped &= print_mapping(src, images + "/" + name, local, sysfs, policy);
 		}

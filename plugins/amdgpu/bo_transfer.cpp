@@ -11,11 +11,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -44,11 +48,71 @@ struct Slot {
 	uint64_t seq = 0;
 };
 
+// Through the image streamer the pages images pass one after another, each in one go. The workers
+// take turns at their image, in the order of their GPUs' ids in the image (the order restore
+// reads them back, whatever the order of the devices): a worker waits for its turn before it opens
+// its image and passes the turn on once the image is complete. Meanwhile the others set up their
+// GPU and, dumping, let the engine fill their staging ring. Without a stream every turn is free.
+class ImageTurns {
+public:
+	ImageTurns(bool ordered, std::span<const GpuCopyJob> jobs, const std::atomic<bool> &cancel)
+	    : ordered_(ordered), rank_(jobs.size()), cancel_(cancel)
+	{
+		std::vector<size_t> order(jobs.size());
+		std::iota(order.begin(), order.end(), 0);
+		std::stable_sort(order.begin(), order.end(),
+				 [&](size_t a, size_t b) { return jobs[a].image_gpu_id < jobs[b].image_gpu_id; });
+		for (size_t pos = 0; pos < order.size(); pos++)
+			rank_[order[pos]] = pos;
+	}
+
+	void wait(size_t job)
+	{
+		if (!ordered_)
+			return;
+		std::unique_lock lock(mutex_);
+		changed_.wait(lock, [&] { return current_ == rank_[job] || cancel_.load(); });
+		if (current_ != rank_[job])
+			fail(-ECANCELED, "copy stopped after another GPU failed");
+	}
+
+	void pass(size_t job)
+	{
+		if (!ordered_)
+			return;
+		{
+			std::lock_guard lock(mutex_);
+			if (current_ != rank_[job])
+				return;
+			current_++;
+		}
+		changed_.notify_all();
+	}
+
+	// After `cancel` was set: wakes every waiter.
+	void wake_all()
+	{
+		{
+			std::lock_guard lock(mutex_);
+		}
+		changed_.notify_all();
+	}
+
+private:
+	bool ordered_;
+	std::vector<size_t> rank_; // job -> its place in line
+	const std::atomic<bool> &cancel_;
+	std::mutex mutex_;
+	std::condition_variable changed_;
+	size_t current_ = 0;
+};
+
 class GpuWorker {
 public:
-	GpuWorker(CopyDirection dir, const GpuCopyJob &job, int image_dir, uint32_t kfd_id, uint64_t budget,
-		  const std::atomic<bool> &cancel)
-	    : dir_(dir), job_(job), image_dir_(image_dir), kfd_id_(kfd_id), budget_(budget), cancel_(cancel)
+	GpuWorker(CopyDirection dir, const GpuCopyJob &job, size_t job_index, const ImageDir &image_dir,
+		  uint32_t kfd_id, uint64_t budget, const std::atomic<bool> &cancel, ImageTurns &turns)
+	    : dir_(dir), job_(job), job_index_(job_index), image_dir_(image_dir), kfd_id_(kfd_id), budget_(budget),
+	      cancel_(cancel), turns_(turns)
 	{
 	}
 
@@ -57,13 +121,19 @@ public:
 private:
 	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
 	void submit(Slot &slot, size_t chunk_index);
+	ImageWriter &writer(); // opened at its turn
+	ImageReader &reader(); // opened at its turn
+	void finish_image();   // closes the image and passes the turn on
 
 	CopyDirection dir_;
 	const GpuCopyJob &job_;
-	int image_dir_;
+	size_t job_index_;
+	const ImageDir &image_dir_;
 	uint32_t kfd_id_;
 	uint64_t budget_;
 	const std::atomic<bool> &cancel_;
+	ImageTurns &turns_;
+	uint64_t total_ = 0;
 
 	std::vector<TransferChunk> plan_;
 	// Members die in reverse: every BO mapping must be undone through the device before the
@@ -85,14 +155,48 @@ void GpuWorker::complete(Slot &slot)
 	const TransferChunk &c = plan_[*slot.chunk];
 	slot.chunk.reset();
 	if (dir_ == CopyDirection::to_image)
-		writer_->write({ slot.memory.data(), static_cast<size_t>(c.len) });
+		writer().write({ slot.memory.data(), static_cast<size_t>(c.len) });
+}
+
+ImageWriter &GpuWorker::writer()
+{
+	if (!writer_) {
+		turns_.wait(job_index_);
+		writer_.emplace(image_dir_, pages_image_name(kfd_id_, job_.image_gpu_id), total_);
+	}
+	return *writer_;
+}
+
+ImageReader &GpuWorker::reader()
+{
+	if (!reader_) {
+		turns_.wait(job_index_);
+		const std::string name = pages_image_name(kfd_id_, job_.image_gpu_id);
+		reader_.emplace(image_dir_, name, total_);
+		if (reader_->payload_size() != total_)
+			fail(-EINVAL, "image %s holds %llu bytes, but the GPU 0x%04x BOs it restores need %llu",
+			     name.c_str(), static_cast<unsigned long long>(reader_->payload_size()), job_.image_gpu_id,
+			     static_cast<unsigned long long>(total_));
+	}
+	return *reader_;
+}
+
+void GpuWorker::finish_image()
+{
+	if (dir_ == CopyDirection::to_image)
+		writer().finish();
+	reader_.reset();
+	turns_.pass(job_index_);
 }
 
 void GpuWorker::submit(Slot &slot, size_t chunk_index)
 {
 	const TransferChunk &c = plan_[chunk_index];
-	if (dir_ == CopyDirection::from_image)
-		reader_->read({ slot.memory.data(), static_cast<size_t>(c.len) });
+	if (dir_ == CopyDirection::from_image) {
+		reader().read({ slot.memory.data(), static_cast<size_t>(c.len) });
+		if (chunk_index + 1 == plan_.size())
+			finish_image(); // read to the end: the next GPU's image may come
+	}
 
 	ib_.clear();
 	std::vector<amdgpu_bo_handle> resources { slot.staging.handle() };
@@ -124,19 +228,11 @@ CopyStats GpuWorker::run()
 	uint64_t total = 0;
 	for (uint64_t s : job_.sizes)
 		total += s;
-	stats.bytes = total;
+	stats.bytes = total_ = total;
 
-	const std::string name = pages_image_name(kfd_id_, job_.image_gpu_id);
-	if (dir_ == CopyDirection::from_image && total == 0)
+	if (dir_ == CopyDirection::from_image && total == 0) {
+		turns_.pass(job_index_);
 		return stats; // nothing to read: do not insist on a file older writers may omit
-	if (dir_ == CopyDirection::to_image) {
-		writer_.emplace(image_dir_, name, total);
-	} else {
-		reader_.emplace(image_dir_, name, total);
-		if (reader_->payload_size() != total)
-			fail(-EINVAL, "image %s holds %llu bytes, but the GPU 0x%04x BOs it restores need %llu",
-			     name.c_str(), static_cast<unsigned long long>(reader_->payload_size()), job_.image_gpu_id,
-			     static_cast<unsigned long long>(total));
 	}
 	if (total) {
 		dev_.emplace(job_.render_fd, job_.gpu_id);
@@ -180,8 +276,8 @@ CopyStats GpuWorker::run()
 			throw;
 		}
 	}
-	if (writer_)
-		writer_->finish();
+	if (dir_ == CopyDirection::to_image)
+		finish_image(); // every GPU has a pages image, empty or not, as upstream writes them
 	stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 	return stats;
 }
@@ -228,21 +324,24 @@ std::string describe(const CopyStats &s)
 			 static_cast<double>(s.staging_bytes) / (1 << 20));
 }
 
-std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs, int image_dir,
-					uint32_t kfd_id, uint64_t max_buffer_size)
+std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,
+					const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size)
 {
 	std::vector<CopyStats> stats(jobs.size());
 	std::vector<std::exception_ptr> errors(jobs.size());
 	std::atomic<bool> cancel { false };
+	ImageTurns turns(image_dir.streamed(), jobs, cancel);
 	std::vector<std::thread> threads;
 	for (size_t i = 0; i < jobs.size(); i++) {
 		threads.emplace_back([&, i] {
 			try {
-				GpuWorker worker(direction, jobs[i], image_dir, kfd_id, max_buffer_size, cancel);
+				GpuWorker worker(direction, jobs[i], i, image_dir, kfd_id, max_buffer_size, cancel,
+						 turns);
 				stats[i] = worker.run();
 			} catch (...) {
 				errors[i] = std::current_exception();
 				cancel = true;
+				turns.wake_all();
 			}
 		});
 	}

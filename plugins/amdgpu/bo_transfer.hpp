@@ -2,12 +2,14 @@
 //
 // Moving BO contents between VRAM/GTT and the pages images, through each GPU's SDMA engine.
 //
-// One worker thread per GPU; GPUs run in parallel. Within a GPU a ring of staging buffers,
+// One worker thread per GPU; GPUs run in parallel (through criu's image streamer their images
+// still pass one after another, in GPU id order: see ImageTurns). Within a GPU a ring of staging buffers,
 // registered with the GPU once, lets the engine fill buffer k+1 while buffer k is written to the
 // image (dump), or the image read of k+1 overlap the engine's write of k (restore). Host memory is
 // the ring, bounded by KFD_MAX_BUFFER_SIZE per GPU, whatever the size of a BO or of VRAM.
 #pragma once
 
+#include "image_store.hpp"
 #include "kfd_ioctl.hpp"
 #include "topology.hpp"
 
@@ -53,7 +55,7 @@ int numa_node_of(const Topology &topology, uint32_t gpu_id);
 std::string describe(const CopyStats &stats);
 
 // Runs one worker per job. Throws the first error after every worker has stopped.
-std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs, int image_dir,
-					uint32_t kfd_id, uint64_t max_buffer_size);
+std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,
+					const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size);
 
 } // namespace amdgpu

@@ -61,22 +61,43 @@ std::string render_image_name(uint32_t id)
 	return strprintf("amdgpu-renderD-%u.img", id);
 }
 
-bool image_exists(int dirfd, const std::string &name)
+unique_fd ImageDir::create(const std::string &name) const
 {
-	struct stat st;
-	if (!fstatat(dirfd, name.c_str(), &st, 0))
-		return true;
-	if (errno == ENOENT)
-		return false;
-	fail_errno(errno, "cannot look up image %s", name.c_str());
+	if (stream_ == Stream::serve)
+		fail(-EINVAL, "cannot write image %s while criu restores from its image streamer", name.c_str());
+	if (stream_ == Stream::capture) {
+		const int fd = open_(name, true);
+		if (fd < 0)
+			fail(fd == -1 ? -EIO : fd, "criu's image streamer did not take image %s", name.c_str());
+		return unique_fd(fd);
+	}
+	unique_fd fd(openat(dirfd_, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+	if (!fd)
+		fail_errno(errno, "failed to create image %s", name.c_str());
+	return fd;
 }
 
-ImageWriter::ImageWriter(int dirfd, std::string name, uint64_t payload_size)
-    : name_(std::move(name)), size_(payload_size)
+unique_fd ImageDir::open_if_exists(const std::string &name) const
 {
-	fd_.reset(openat(dirfd, name_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-	if (!fd_)
-		fail_errno(errno, "failed to create image %s", name_.c_str());
+	if (stream_ == Stream::capture)
+		fail(-EINVAL, "cannot read image %s while criu dumps into its image streamer", name.c_str());
+	if (stream_ == Stream::serve) {
+		const int fd = open_(name, false);
+		if (fd == -ENOENT)
+			return {};
+		if (fd < 0)
+			fail(fd == -1 ? -EIO : fd, "criu's image streamer did not serve image %s", name.c_str());
+		return unique_fd(fd);
+	}
+	unique_fd fd(openat(dirfd_, name.c_str(), O_RDONLY | O_CLOEXEC));
+	if (!fd && errno != ENOENT)
+		fail_errno(errno, "failed to open image %s", name.c_str());
+	return fd;
+}
+
+ImageWriter::ImageWriter(const ImageDir &dir, std::string name, uint64_t payload_size)
+    : fd_(dir.create(name)), name_(std::move(name)), size_(payload_size)
+{
 	uint8_t header[kFrameHeaderSize];
 	static_assert(sizeof(size_) == kFrameHeaderSize);
 	std::memcpy(header, &size_, sizeof(header));
@@ -101,11 +122,23 @@ void ImageWriter::finish()
 		fail_errno(errno, "failed to close image %s", name_.c_str());
 }
 
-ImageReader::ImageReader(int dirfd, std::string name, uint64_t max_size) : name_(std::move(name))
+ImageReader::ImageReader(const ImageDir &dir, std::string name, uint64_t max_size)
+    : ImageReader(dir.open_if_exists(name), name, max_size)
 {
-	fd_.reset(openat(dirfd, name_.c_str(), O_RDONLY | O_CLOEXEC));
+}
+
+std::optional<ImageReader> ImageReader::open_if_exists(const ImageDir &dir, std::string name, uint64_t max_size)
+{
+	unique_fd fd = dir.open_if_exists(name);
+	if (!fd)
+		return std::nullopt;
+	return ImageReader(std::move(fd), std::move(name), max_size);
+}
+
+ImageReader::ImageReader(unique_fd fd, std::string name, uint64_t max_size) : fd_(std::move(fd)), name_(std::move(name))
+{
 	if (!fd_)
-		fail_errno(errno, "failed to open image %s", name_.c_str());
+		fail(-ENOENT, "image %s is missing", name_.c_str());
 
 	uint8_t header[kFrameHeaderSize];
 	const size_t got = read_full(fd_.get(), name_, header, sizeof(header));
@@ -147,19 +180,24 @@ void ImageReader::read(std::span<uint8_t> bytes)
 	consumed_ += got;
 }
 
-void write_image(int dirfd, const std::string &name, std::span<const uint8_t> payload)
+void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload)
 {
-	ImageWriter writer(dirfd, name, payload.size());
+	ImageWriter writer(dir, name, payload.size());
 	writer.write(payload);
 	writer.finish();
 }
 
-std::vector<uint8_t> read_image(int dirfd, const std::string &name, uint64_t max_size)
+std::vector<uint8_t> read_payload(ImageReader &reader)
 {
-	ImageReader reader(dirfd, name, max_size);
 	std::vector<uint8_t> payload(static_cast<size_t>(reader.payload_size()));
 	reader.read(payload);
 	return payload;
+}
+
+std::vector<uint8_t> read_image(const ImageDir &dir, const std::string &name, uint64_t max_size)
+{
+	ImageReader reader(dir, name, max_size);
+	return read_payload(reader);
 }
 
 } // namespace amdgpu

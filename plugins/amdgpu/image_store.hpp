@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,14 +24,43 @@ std::string kfd_image_name(uint32_t id);		    // amdgpu-kfd-<id>.img
 std::string pages_image_name(uint32_t id, uint32_t gpu_id); // amdgpu-pages-<id>-<gpuid %04x>.img
 std::string render_image_name(uint32_t id);		    // amdgpu-renderD-<id>.img
 
-// True if `name` exists in `dirfd` (any other error than ENOENT throws).
-bool image_exists(int dirfd, const std::string &name);
+// Where the plugin's images go and come from. Normally files in criu's image directory. With
+// `criu --stream`, criu's image streamer: each image is a pipe handed out once, read or written
+// front to back, and restore gets the images in the order it asks for them, so the plugin must
+// ask for each exactly once, in the order the dump wrote them.
+class ImageDir {
+public:
+	enum class Stream { none, capture, serve };
+	// Asks criu's streamer for an image: returns an fd, -ENOENT if a served stream lacks it,
+	// another negative value on failure. `write` is true for capture.
+	using StreamOpen = std::function<int(const std::string &name, bool write)>;
+
+	static ImageDir files(int dirfd) { return ImageDir(dirfd, Stream::none, nullptr); }
+	static ImageDir streamed(int dirfd, Stream direction, StreamOpen open)
+	{
+		return ImageDir(dirfd, direction, std::move(open));
+	}
+
+	bool streamed() const { return stream_ != Stream::none; }
+	int dirfd() const { return dirfd_; }
+
+	unique_fd create(const std::string &name) const;
+	// An empty unique_fd if the image does not exist.
+	unique_fd open_if_exists(const std::string &name) const;
+
+private:
+	ImageDir(int dirfd, Stream stream, StreamOpen open) : dirfd_(dirfd), stream_(stream), open_(std::move(open)) {}
+
+	int dirfd_;
+	Stream stream_;
+	StreamOpen open_;
+};
 
 // Streams one framed image: the header is written first, then payload bytes in any number of
 // pieces; finish() verifies that exactly the announced size was written.
 class ImageWriter {
 public:
-	ImageWriter(int dirfd, std::string name, uint64_t payload_size);
+	ImageWriter(const ImageDir &dir, std::string name, uint64_t payload_size);
 	void write(std::span<const uint8_t> bytes);
 	void finish();
 	const std::string &name() const { return name_; }
@@ -41,23 +72,28 @@ private:
 	uint64_t written_ = 0;
 };
 
-// Reads one framed image. The constructor validates the header against the file size and
-// `max_size`; read() fails on a short file.
+// Reads one framed image. Opening validates the header against the file size (a stream has
+// none) and `max_size`; read() fails on a short file.
 class ImageReader {
 public:
-	ImageReader(int dirfd, std::string name, uint64_t max_size);
+	ImageReader(const ImageDir &dir, std::string name, uint64_t max_size);
+	// Without the image: nothing, where the constructor would throw.
+	static std::optional<ImageReader> open_if_exists(const ImageDir &dir, std::string name, uint64_t max_size);
 	uint64_t payload_size() const { return size_; }
 	void read(std::span<uint8_t> bytes);
 	const std::string &name() const { return name_; }
 
 private:
+	ImageReader(unique_fd fd, std::string name, uint64_t max_size);
+
 	unique_fd fd_;
 	std::string name_;
 	uint64_t size_;
 	uint64_t consumed_ = 0;
 };
 
-void write_image(int dirfd, const std::string &name, std::span<const uint8_t> payload);
-std::vector<uint8_t> read_image(int dirfd, const std::string &name, uint64_t max_size);
+void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload);
+std::vector<uint8_t> read_image(const ImageDir &dir, const std::string &name, uint64_t max_size);
+std::vector<uint8_t> read_payload(ImageReader &reader);
 
 } // namespace amdgpu

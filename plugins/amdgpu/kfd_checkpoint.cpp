@@ -27,9 +27,10 @@ constexpr uint64_t kMaxPrivData = 1ull << 30;
 
 } // namespace
 
-DumpSession::DumpSession(const Options &options, int image_dir, std::filesystem::path topology_dir,
+DumpSession::DumpSession(const Options &options, ImageDir image_dir, std::filesystem::path topology_dir,
 			 std::string kfd_path)
-    : options_(options), image_dir_(image_dir), topology_dir_(std::move(topology_dir)), kfd_path_(std::move(kfd_path))
+    : options_(options), image_dir_(std::move(image_dir)), topology_dir_(std::move(topology_dir)),
+      kfd_path_(std::move(kfd_path))
 {
 }
 
@@ -124,8 +125,6 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 		bo_ptrs[i] = &e;
 	}
 
-	save_contents(info.pid, id, devices, bos);
-
 	const HsakmtShm shm = probe_hsakmt_shm();
 
 	CriuKfd msg = CRIU_KFD__INIT;
@@ -143,7 +142,10 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 	msg.has_priv_data = true;
 	msg.priv_data.len = priv.size();
 	msg.priv_data.data = priv.data();
+	// The image that describes the pages goes first: restore reads it first, and through the
+	// image streamer it can only read what it needs in the order it was written.
 	write_criu_kfd(image_dir_, id, msg);
+	save_contents(info.pid, id, devices, bos);
 
 	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 	pr_info("pid %u: saved %s (%u GPUs, %u BOs, %u queues/events) in %.1f ms", info.pid, kfd_image_name(id).c_str(),

@@ -10,6 +10,7 @@
 // amdgpu-renderD-<id>.img naming their GPU.
 #pragma once
 
+#include "image_store.hpp"
 #include "kfd_ioctl.hpp"
 #include "options.hpp"
 #include "topology.hpp"
@@ -27,7 +28,7 @@ namespace amdgpu {
 
 class DumpSession {
 public:
-	DumpSession(const Options &options, int image_dir, std::filesystem::path topology_dir,
+	DumpSession(const Options &options, ImageDir image_dir, std::filesystem::path topology_dir,
 		    std::string kfd_path = "/dev/kfd");
 	~DumpSession();
 	DumpSession(const DumpSession &) = delete;
@@ -53,7 +54,7 @@ private:
 			   std::span<const kfd_criu_bo_bucket> bos);
 
 	const Options &options_;
-	int image_dir_;
+	ImageDir image_dir_;
 	std::filesystem::path topology_dir_;
 	std::string kfd_path_;
 	std::optional<Topology> topology_;

@@ -58,8 +58,8 @@ std::string describe_map(const GpuMap &map)
 
 } // namespace
 
-RestoreSession::RestoreSession(const Options &options, int image_dir, RestorePaths paths)
-    : options_(options), image_dir_(image_dir), paths_(std::move(paths)), owner_(getpid())
+RestoreSession::RestoreSession(const Options &options, ImageDir image_dir, RestorePaths paths)
+    : options_(options), image_dir_(std::move(image_dir)), paths_(std::move(paths)), owner_(getpid())
 {
 }
 
@@ -74,7 +74,18 @@ const GpuMap &RestoreSession::gpu_map(const CriuKfd &msg, const std::string &ima
 {
 	if (!map_) {
 		const Topology src = topology_from_image(msg, image);
-		map_ = match_gpus(src, local_topology(), options_.match);
+		GpuMap map = match_gpus(src, local_topology(), options_.match);
+		for (const auto &[user, local] : provisional_gpus_) {
+			const auto it = map.gpu_ids.find(user);
+			if (it == map.gpu_ids.end() || it->second != local)
+				fail(-EXDEV,
+				     "pid %u: a render-node file restored before %s was placed on local GPU 0x%04x "
+				     "(the image's 0x%04x), but the image maps that GPU to %s; through the image "
+				     "streamer this criu cannot defer that file: restore from files, or with criu 4.3",
+				     msg.pid, image.c_str(), local, user,
+				     it == map.gpu_ids.end() ? "none" : strprintf("0x%04x", it->second).c_str());
+		}
+		map_ = std::move(map);
 		pr_info("pid %u: GPU map (image -> local) %s", msg.pid, describe_map(*map_).c_str());
 	}
 	return *map_;
@@ -82,13 +93,13 @@ const GpuMap &RestoreSession::gpu_map(const CriuKfd &msg, const std::string &ima
 
 const GpuMap *RestoreSession::gpu_map_from_own_image()
 {
-	if (map_ || searched_own_image_)
+	if (map_ || searched_own_image_ || image_dir_.streamed())
 		return map_ ? &*map_ : nullptr;
 	searched_own_image_ = true;
 
 	// Our pid inside the task's namespace is the pid the dump recorded.
 	const uint32_t vpid = static_cast<uint32_t>(getpid());
-	const int dirfd = dup(image_dir_);
+	const int dirfd = dup(image_dir_.dirfd());
 	if (dirfd < 0)
 		fail_errno(errno, "cannot scan the image directory");
 	std::unique_ptr<DIR, int (*)(DIR *)> dir(fdopendir(dirfd), closedir);
@@ -144,11 +155,27 @@ int RestoreSession::render_fd(uint32_t actual_gpu_id)
 	return it->second.get();
 }
 
-int RestoreSession::restore_kfd(uint32_t id)
+int RestoreSession::restore_file(uint32_t id, bool *retry)
+{
+	if (const auto it = retried_render_.find(id); it != retried_render_.end()) {
+		CriuRenderNodePtr msg = std::move(it->second);
+		retried_render_.erase(it);
+		if (retried_render_.empty())
+			placeholder_.reset(); // criu is done with it: it came back for every file it deferred
+		return restore_render_node(std::move(msg), id, nullptr);
+	}
+	if (auto kfd = ImageReader::open_if_exists(image_dir_, kfd_image_name(id), kMaxMetadataImageSize))
+		return restore_kfd(*kfd, id);
+	if (auto render = ImageReader::open_if_exists(image_dir_, render_image_name(id), kMaxMetadataImageSize))
+		return restore_render_node(read_criu_render_node(*render), id, retry);
+	return -ENOTSUP;
+}
+
+int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 {
 	const auto start = std::chrono::steady_clock::now();
 	const std::string image = kfd_image_name(id);
-	const CriuKfdPtr msg = read_criu_kfd(image_dir_, id);
+	const CriuKfdPtr msg = read_criu_kfd(kfd_image);
 	fd_floor(msg->pid);
 
 	unique_fd kfd(open(paths_.kfd.c_str(), O_RDWR | O_CLOEXEC));
@@ -244,30 +271,61 @@ int RestoreSession::restore_kfd(uint32_t id)
 	return kfd.release();
 }
 
-int RestoreSession::restore_render_node(uint32_t id)
+int RestoreSession::restore_render_node(CriuRenderNodePtr image, uint32_t id, bool *retry)
 {
-	const CriuRenderNodePtr msg = read_criu_render_node(image_dir_, id);
+	const CriuRenderNode &msg = *image;
 	uint32_t actual = 0;
 	if (const GpuMap *map = gpu_map_from_own_image()) {
-		const auto it = map->gpu_ids.find(msg->gpu_id);
+		const auto it = map->gpu_ids.find(msg.gpu_id);
 		if (it == map->gpu_ids.end())
 			fail(-EINVAL, "%s names GPU 0x%04x, which this process's kfd image does not describe",
-			     render_image_name(id).c_str(), msg->gpu_id);
+			     render_image_name(id).c_str(), msg.gpu_id);
 		actual = it->second;
-	} else if (local_topology().gpu(msg->gpu_id)) {
-		// A process with render nodes but no KFD state: only the same GPU ids can be trusted.
-		actual = msg->gpu_id;
+	} else if (image_dir_.streamed() && retry) {
+		// The task's kfd file may still come: criu opens its other files first, then asks again.
+		pr_debug("%s comes before this task's kfd image; criu asks for it again later",
+			 render_image_name(id).c_str());
+		retried_render_.emplace(id, std::move(image));
+		*retry = true;
+		return retry_placeholder();
 	} else {
-		fail(-ENODEV,
-		     "%s names GPU 0x%04x: this process has no KFD state to map GPUs with, and no local GPU "
-		     "has that id",
-		     render_image_name(id).c_str(), msg->gpu_id);
+		actual = provisional_render_gpu(msg, id);
 	}
 	const int fd = dup(render_fd(actual));
 	if (fd < 0)
 		fail_errno(errno, "cannot duplicate the render node fd of GPU 0x%04x", actual);
-	pr_info("restored %s: GPU 0x%04x -> local 0x%04x", render_image_name(id).c_str(), msg->gpu_id, actual);
+	pr_info("restored %s: GPU 0x%04x -> local 0x%04x", render_image_name(id).c_str(), msg.gpu_id, actual);
 	return fd;
+}
+
+uint32_t RestoreSession::provisional_render_gpu(const CriuRenderNode &msg, uint32_t id)
+{
+	// Without KFD state (or before it, through a stream) only the same GPU id can be trusted.
+	if (!local_topology().gpu(msg.gpu_id))
+		fail(-ENODEV, "%s names GPU 0x%04x, and no local GPU has that id: %s", render_image_name(id).c_str(),
+		     msg.gpu_id,
+		     image_dir_.streamed() ? "through the image streamer, a render-node file that comes before "
+					     "its process's kfd file can only go back to the same GPU ids with this "
+					     "criu (4.3 defers it): restore from files"
+					   : "this process has no KFD state to map GPUs with");
+	if (image_dir_.streamed())
+		provisional_gpus_.emplace(msg.gpu_id, msg.gpu_id);
+	return msg.gpu_id;
+}
+
+int RestoreSession::retry_placeholder()
+{
+	// criu sets the file's owner on it and then drops it without closing: the plugin keeps it,
+	// above the task's fds, until criu comes back.
+	if (!placeholder_) {
+		unique_fd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
+		if (!null)
+			fail_errno(errno, "cannot open /dev/null");
+		placeholder_.reset(fcntl(null.get(), F_DUPFD_CLOEXEC, fd_floor(static_cast<uint32_t>(getpid()))));
+		if (!placeholder_)
+			fail_errno(errno, "cannot move a placeholder fd above the task's fds");
+	}
+	return placeholder_.get();
 }
 
 void RestoreSession::close_unused_render_fds(const GpuMap &map)

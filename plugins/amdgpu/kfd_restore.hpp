@@ -7,7 +7,11 @@
 // resume_gpu_process() runs in the criu main process once all memory is back.
 //
 // The GPU map of a task is derived from its own amdgpu-kfd image, whichever of its /dev/kfd or
-// render-node files criu restores first, so the order of files does not matter.
+// render-node files criu restores first, so the order of files does not matter. From files, a
+// render node that comes first finds that image by its pid. Through criu's image streamer each
+// image can be asked for only once and there is no directory to search: a render node that comes
+// first asks criu to come back later where criu can (4.3's retry flag), and is otherwise placed
+// on the local GPU with the same id, a choice the kfd image must confirm or the restore fails.
 //
 // Nothing of the plugin's stays in the task. KFD keeps its own reference to each GPU's render file
 // once RESTORE succeeded, so the render fds of GPUs the task does not use are closed right away.
@@ -45,16 +49,17 @@ struct RestorePaths {
 
 class RestoreSession {
 public:
-	RestoreSession(const Options &options, int image_dir, RestorePaths paths = {});
+	RestoreSession(const Options &options, ImageDir image_dir, RestorePaths paths = {});
 	RestoreSession(const RestoreSession &) = delete;
 	RestoreSession &operator=(const RestoreSession &) = delete;
 
 	// The task this session belongs to; a forked child must start its own.
 	pid_t owner() const { return owner_; }
 
-	// Both return a new fd that criu takes over.
-	int restore_kfd(uint32_t id);
-	int restore_render_node(uint32_t id);
+	// RESTORE_EXT_FILE: a new fd that criu takes over, or -ENOTSUP for a file that is not ours.
+	// `retry` is criu's retry flag where criu has one (4.3), else null; when the file is set
+	// aside for a retry, the fd returned is a placeholder criu drops.
+	int restore_file(uint32_t id, bool *retry);
 
 	// 1 with *new_offset (and *fd for render nodes) set when the mapping is one we moved, 0 when
 	// it keeps its offset.
@@ -67,6 +72,12 @@ private:
 		uint64_t new_offset;
 		uint32_t render_gpu; // actual gpu_id whose render file maps it; 0: a /dev/kfd mapping
 	};
+
+	int restore_kfd(ImageReader &image, uint32_t id);
+	int restore_render_node(CriuRenderNodePtr image, uint32_t id, bool *retry);
+	// A render node whose GPU cannot be mapped yet: the same id, if the kfd image confirms it.
+	uint32_t provisional_render_gpu(const CriuRenderNode &msg, uint32_t id);
+	int retry_placeholder();
 
 	const Topology &local_topology();
 	// Maps the GPUs of the image describing this task (computed once).
@@ -86,12 +97,15 @@ private:
 	int mapping_fd(uint32_t actual_gpu_id);
 
 	const Options &options_;
-	int image_dir_;
+	ImageDir image_dir_;
 	RestorePaths paths_;
 	pid_t owner_;
 	std::optional<Topology> local_;
 	std::optional<GpuMap> map_;
 	bool searched_own_image_ = false;
+	std::map<uint32_t, CriuRenderNodePtr> retried_render_; // by file id: read, set aside for a retry
+	std::map<uint32_t, uint32_t> provisional_gpus_;	       // image gpu_id -> local, to confirm
+	unique_fd placeholder_;				       // what a retried file returns
 	int fd_floor_ = -1;
 	std::map<uint32_t, unique_fd> render_fds_; // the plugin's, by actual gpu_id
 	std::map<uint32_t, int> task_render_fds_;  // the task's own, sharing the same files

@@ -89,26 +89,36 @@ CriuRenderNodePtr unpack_criu_render_node(std::span<const uint8_t> bytes, const 
 	return msg;
 }
 
-void write_criu_kfd(int dirfd, uint32_t id, const CriuKfd &msg)
+void write_criu_kfd(const ImageDir &dir, uint32_t id, const CriuKfd &msg)
 {
-	write_image(dirfd, kfd_image_name(id), pack(msg));
+	write_image(dir, kfd_image_name(id), pack(msg));
 }
 
-CriuKfdPtr read_criu_kfd(int dirfd, uint32_t id)
+CriuKfdPtr read_criu_kfd(ImageReader &image)
 {
-	const std::string name = kfd_image_name(id);
-	return unpack_criu_kfd(read_image(dirfd, name, kMaxMetadataImageSize), name);
+	return unpack_criu_kfd(read_payload(image), image.name());
 }
 
-void write_criu_render_node(int dirfd, uint32_t id, const CriuRenderNode &msg)
+CriuKfdPtr read_criu_kfd(const ImageDir &dir, uint32_t id)
 {
-	write_image(dirfd, render_image_name(id), pack(msg));
+	ImageReader image(dir, kfd_image_name(id), kMaxMetadataImageSize);
+	return read_criu_kfd(image);
 }
 
-CriuRenderNodePtr read_criu_render_node(int dirfd, uint32_t id)
+void write_criu_render_node(const ImageDir &dir, uint32_t id, const CriuRenderNode &msg)
 {
-	const std::string name = render_image_name(id);
-	return unpack_criu_render_node(read_image(dirfd, name, kMaxMetadataImageSize), name);
+	write_image(dir, render_image_name(id), pack(msg));
+}
+
+CriuRenderNodePtr read_criu_render_node(ImageReader &image)
+{
+	return unpack_criu_render_node(read_payload(image), image.name());
+}
+
+CriuRenderNodePtr read_criu_render_node(const ImageDir &dir, uint32_t id)
+{
+	ImageReader image(dir, render_image_name(id), kMaxMetadataImageSize);
+	return read_criu_render_node(image);
 }
 
 } // namespace amdgpu

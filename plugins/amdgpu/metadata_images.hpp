@@ -5,6 +5,7 @@
 #pragma once
 
 #include "criu-amdgpu.pb-c.h"
+#include "image_store.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -34,9 +35,11 @@ std::vector<uint8_t> pack(const CriuRenderNode &msg);
 CriuKfdPtr unpack_criu_kfd(std::span<const uint8_t> bytes, const std::string &name);
 CriuRenderNodePtr unpack_criu_render_node(std::span<const uint8_t> bytes, const std::string &name);
 
-void write_criu_kfd(int dirfd, uint32_t id, const CriuKfd &msg);
-CriuKfdPtr read_criu_kfd(int dirfd, uint32_t id);
-void write_criu_render_node(int dirfd, uint32_t id, const CriuRenderNode &msg);
-CriuRenderNodePtr read_criu_render_node(int dirfd, uint32_t id);
+void write_criu_kfd(const ImageDir &dir, uint32_t id, const CriuKfd &msg);
+CriuKfdPtr read_criu_kfd(const ImageDir &dir, uint32_t id);
+CriuKfdPtr read_criu_kfd(ImageReader &image);
+void write_criu_render_node(const ImageDir &dir, uint32_t id, const CriuRenderNode &msg);
+CriuRenderNodePtr read_criu_render_node(const ImageDir &dir, uint32_t id);
+CriuRenderNodePtr read_criu_render_node(ImageReader &image);
 
 } // namespace amdgpu

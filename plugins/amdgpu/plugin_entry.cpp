@@ -88,23 +88,38 @@ void name_plugin_in_inventory()
 	r.in_inventory = true;
 }
 
-// The plugin's images are files in criu's image directory; with --stream criu's own go through the
-// image streamer and the GPU state would be left out of the checkpoint. Until the plugin streams
-// too, such a run is refused before any GPU work: a dump that fails leaves the task running.
-void refuse_image_streamer(int image_dir)
+// Where this run's images are. With --stream, criu holds a connection to the image streamer's
+// socket in the image directory (criu/img-streamer.c: streamer-capture.sock dumping,
+// streamer-serve.sock restoring) and the plugin's images must go the same way, through criu's
+// img_streamer_open(); every task criu restores inherits that connection.
+ImageDir run_image_dir()
 {
+	const int dirfd = criu_get_image_dir();
 	char path[PATH_MAX];
-	const std::string link = strprintf("/proc/self/fd/%d", image_dir);
+	const std::string link = strprintf("/proc/self/fd/%d", dirfd);
 	const ssize_t n = readlink(link.c_str(), path, sizeof(path) - 1);
 	if (n <= 0)
-		return;
+		return ImageDir::files(dirfd);
 	const std::string dir(path, static_cast<size_t>(n));
-	for (const char *sock : { "streamer-capture.sock", "streamer-serve.sock" })
-		if (has_socket_connected_to(dir + "/" + sock))
+	const struct {
+		const char *socket;
+		ImageDir::Stream direction;
+	} streams[] = { { "streamer-capture.sock", ImageDir::Stream::capture },
+			{ "streamer-serve.sock", ImageDir::Stream::serve } };
+	for (const auto &s : streams) {
+		if (!has_socket_connected_to(dir + "/" + s.socket))
+			continue;
+		if (!img_streamer_open)
 			fail(-EOPNOTSUPP,
-			     "criu streams its images (--stream, %s/%s); GPU state cannot go through the image "
-			     "streamer yet: checkpoint GPU processes without --stream",
-			     dir.c_str(), sock);
+			     "criu streams its images through %s/%s but offers plugins no img_streamer_open",
+			     dir.c_str(), s.socket);
+		pr_info("images go through criu's image streamer (%s/%s)", dir.c_str(), s.socket);
+		return ImageDir::streamed(dirfd, s.direction, [](const std::string &name, bool write) {
+			std::string copy = name; // criu's prototype takes a mutable string
+			return img_streamer_open(copy.data(), write ? kCriuStreamDump : kCriuStreamRestore);
+		});
+	}
+	return ImageDir::files(dirfd);
 }
 
 DumpSession &dump_session()
@@ -112,10 +127,7 @@ DumpSession &dump_session()
 	PluginRun &r = current_run();
 	r.options.require_valid();
 	if (!r.dump)
-		refuse_image_streamer(criu_get_image_dir());
-	if (!r.dump)
-		r.dump = std::make_unique<DumpSession>(r.options, criu_get_image_dir(),
-						       std::string(kDefaultTopologyDir));
+		r.dump = std::make_unique<DumpSession>(r.options, run_image_dir(), std::string(kDefaultTopologyDir));
 	return *r.dump;
 }
 
@@ -125,10 +137,8 @@ RestoreSession &restore_session()
 	r.options.require_valid();
 	// criu forks the restored tasks from processes that may already hold a session: a child
 	// drops its copy (closing only its own duplicates of the fds) and starts its own.
-	if (!r.restore || r.restore->owner() != getpid()) {
-		refuse_image_streamer(criu_get_image_dir());
-		r.restore = std::make_unique<RestoreSession>(r.options, criu_get_image_dir());
-	}
+	if (!r.restore || r.restore->owner() != getpid())
+		r.restore = std::make_unique<RestoreSession>(r.options, run_image_dir());
 	return *r.restore;
 }
 
@@ -223,18 +233,12 @@ int dump_ext_file(int fd, int id)
 int restore_ext_file(int id, bool *retry_needed)
 {
 	// Only criu versions with the flag pass it (criu_abi.hpp), and they leave it uninitialised. The plugin
-	// restores a file in one call or fails: it never asks for a retry.
-	if (running_criu().restore_file_retry_flag && retry_needed)
-		*retry_needed = false;
-	return guarded("restore_ext_file", [&] {
-		const int dirfd = criu_get_image_dir();
-		const uint32_t uid = static_cast<uint32_t>(id);
-		if (image_exists(dirfd, kfd_image_name(uid)))
-			return restore_session().restore_kfd(uid);
-		if (image_exists(dirfd, render_image_name(uid)))
-			return restore_session().restore_render_node(uid);
-		return -ENOTSUP;
-	});
+	// asks for a retry only for a render node that comes before its task's kfd file through a stream.
+	bool *retry = running_criu().restore_file_retry_flag ? retry_needed : nullptr;
+	if (retry)
+		*retry = false;
+	return guarded("restore_ext_file",
+		       [&] { return restore_session().restore_file(static_cast<uint32_t>(id), retry); });
 }
 
 int handle_device_vma(int fd, const struct stat *st)

@@ -170,6 +170,7 @@ int capture(const std::string &dir)
 	std::vector<std::thread> movers;
 	while (std::optional<std::string> name = next_request(conn)) {
 		files.push_back(std::make_unique<File>(File { *name, {}, false }));
+		std::fprintf(stderr, "image-streamer: capture %s\n", name->c_str());
 		const int pipe_rd = receive_fd(conn);
 		movers.emplace_back([pipe_rd, f = files.back().get()] {
 			char buf[1 << 16];
@@ -231,6 +232,7 @@ int serve(const std::string &dir)
 			again++;
 		}
 		send_reply(conn, ok);
+		std::fprintf(stderr, "image-streamer: %s %s\n", ok ? "serve" : "lacks", name->c_str());
 		if (!ok)
 			continue;
 		it->second.served = true;

@@ -105,8 +105,8 @@ TEST(MetadataImages, CriuKfdRoundTripsThroughTheImageDirectory)
 {
 	TempDir dir;
 	SampleKfd sample;
-	write_criu_kfd(dir.fd(), 5, sample.msg);
-	const CriuKfdPtr back = read_criu_kfd(dir.fd(), 5);
+	write_criu_kfd(ImageDir::files(dir.fd()), 5, sample.msg);
+	const CriuKfdPtr back = read_criu_kfd(ImageDir::files(dir.fd()), 5);
 	EXPECT_EQ(back->pid, 4242u);
 	ASSERT_EQ(back->n_device_entries, 2u);
 	EXPECT_EQ(back->device_entries[1]->gpu_id, 0x4f1eu);
@@ -150,7 +150,7 @@ TEST(MetadataImages, GarbageIsNotACriuKfd)
 	const std::string garbage = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
 	dir.write("amdgpu-kfd-1.img", std::string("\x0b\0\0\0\0\0\0\0", 8) + garbage);
 	try {
-		read_criu_kfd(dir.fd(), 1);
+		read_criu_kfd(ImageDir::files(dir.fd()), 1);
 		FAIL() << "garbage accepted";
 	} catch (const Error &e) {
 		EXPECT_EQ(e.err(), -EINVAL);

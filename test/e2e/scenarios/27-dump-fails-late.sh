@@ -4,9 +4,8 @@
 # A dump that fails late leaves the task running with its queues resumed, for both workloads:
 #  (a) KFD CHECKPOINT fails (fault injected after PROCESS_INFO paused the queues);
 #  (b) criu fails after the plugin saved everything (a post-dump action script exits 1);
-#  (c) criu streams its images (--stream), which the plugin's GPU state cannot go through yet:
-#      refused before any GPU work, naming --stream (a dump that left the GPU state out would
-#      kill the task for a checkpoint that cannot restore).
+#  (c) the same through criu's image streamer (--stream): the plugin streamed the GPU state, then
+#      criu fails in its post-dump script.
 # Each time criu dump fails, the task is alive, its heartbeat advances and it verifies.
 # timeout: 180
 . test/vm/lib.sh
@@ -78,15 +77,17 @@ for w in kfd hsakmt; do
 	# (c) --stream
 	if streamer_start capture "/tmp/img-27c-$w" "/tmp/stream-27c-$w"; then
 		# (not wl_dump: it empties the directory, where the streamer has its socket)
-		if criu_dump "$pid" "/tmp/img-27c-$w" --link-remap --stream; then
-			tap_not_ok "$w: criu dump --stream of a GPU process is refused" "it succeeded"
+		if criu_dump "$pid" "/tmp/img-27c-$w" --link-remap --stream --action-script "$script"; then
+			tap_not_ok "$w: criu dump --stream fails in its post-dump script" "it succeeded"
 		else
-			tap_ok "$w: criu dump --stream of a GPU process is refused"
+			tap_ok "$w: criu dump --stream fails in its post-dump script"
 		fi
 		streamer_wait >/dev/null 2>&1
-		tap_log_has "$w: the plugin names --stream" "$CRIU_LAST_LOG" \
-			"amdgpu_plugin: criu streams its images \(--stream"
-		tap_lives_on "$w: after the refused --stream dump" "$pid" "$state"
+		tap_log_has "$w: the plugin had streamed the process before criu failed" "$CRIU_LAST_LOG" \
+			"amdgpu_plugin: pid $pid: saved amdgpu-kfd-[0-9]+\\.img"
+		tap_log_has "$w: the plugin resumed the paused queues" "$CRIU_LAST_LOG" \
+			"amdgpu_plugin: pid $pid: queues resumed"
+		tap_lives_on "$w: after criu failed a --stream dump post-dump" "$pid" "$state"
 	else
 		tap_not_ok "$w: the image streamer stand-in listens" "$(tail -n2 "$RESULTS_DIR/streamer.log")"
 	fi

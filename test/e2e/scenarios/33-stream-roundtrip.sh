@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Checkpoint and restore through criu's image streamer (criu --stream; the stand-in of
+# test/streamer/ in place of criu-image-streamer), for both workloads:
+#  - the dump leaves no plugin image in -D: kfd, render-node and pages images all went into the
+#    stream, and the restore asks for each once (the stand-in fails a second request), the
+#    plugin's in the order they were captured;
+#  - restored on other gpu_ids and render minors (kfd_workload) or the same GPUs (hsakmt), the
+#    task is the one that was dumped, verifies every byte and runs.
+# Then a render-node fd that criu restores before its process's /dev/kfd fd (kfd_workload
+# --render-first): from a stream its GPU cannot be looked up in the kfd image yet. criu 4.3
+# (RESTORE_EXT_FILE's retry flag) comes back for it after the kfd file: the restore onto other
+# gpu_ids succeeds. Older criu cannot defer it: onto the same gpu_ids it succeeds, onto others it
+# fails saying why, and leaves no task behind.
+# timeout: 300
+. test/vm/lib.sh
+. test/e2e/lib.sh
+e2e_require
+scenario_warnings_begin
+
+# criu 4.3 (and criu-dev) name the RESTORE_INIT hook; they are the ones that retry plugin files.
+criu_retries_plugin_files() {
+	grep -q cr_plugin_restore_init "$(command -v criu)"
+}
+
+streamer_log=$RESULTS_DIR/streamer.log
+streamer_mark() { wc -l <"$streamer_log" 2>/dev/null || echo 0; }
+# plugin_images <mark> <capture|serve>: the plugin's images the stand-in moved since the mark.
+plugin_images() {
+	tail -n +"$(($1 + 1))" "$streamer_log" | awk -v what="$2" '$2 == what && $3 ~ /^amdgpu-/ { print $3 }' |
+		tr '\n' ' '
+}
+
+# stream_dump <name> <pid> <img> <stream> [criu args...]: dump into the stand-in; TAP results.
+stream_dump() {
+	local name=$1 pid=$2 img=$3 stream=$4 left
+	shift 4
+	rm -rf "$img" "$stream"
+	DUMP_MARK=$(streamer_mark)
+	if ! streamer_start capture "$img" "$stream"; then
+		tap_not_ok "$name: the image streamer stand-in listens" "$(tail -n2 "$streamer_log")"
+		return 1
+	fi
+	if criu_dump "$pid" "$img" --link-remap --stream "$@"; then
+		tap_ok "$name: criu dump --stream"
+	else
+		tap_not_ok "$name: criu dump --stream" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	tap_check "$name: the stand-in captured the stream" streamer_wait
+	left=$(ls "$img" | grep '^amdgpu-' | head -n3)
+	if [ -z "$left" ] && [ -n "$(plugin_images "$DUMP_MARK" capture)" ]; then
+		tap_ok "$name: the plugin's images went into the stream, none into -D"
+	else
+		tap_not_ok "$name: the plugin's images went into the stream, none into -D" \
+			"in -D: ${left:-none}; streamed: $(plugin_images "$DUMP_MARK" capture)"
+	fi
+}
+
+# stream_restore <img> <stream> [criu args...]: restore from the stand-in; returns criu's status
+# and leaves the stand-in's in STREAMER_STATUS.
+stream_restore() {
+	local img=$1 stream=$2 status
+	shift 2
+	RESTORE_MARK=$(streamer_mark)
+	streamer_start serve "$img" "$stream" || { STREAMER_STATUS=listen; return 1; }
+	criu_restore "$img" --stream "$@"
+	status=$?
+	streamer_wait
+	STREAMER_STATUS=$?
+	return $status
+}
+
+# tap_same_order <name>: the restore asked for the plugin's images once each, as captured.
+tap_same_order() {
+	local captured served
+	captured=$(plugin_images "$DUMP_MARK" capture)
+	served=$(plugin_images "$RESTORE_MARK" serve)
+	if [ "$STREAMER_STATUS" = 0 ] && [ "$captured" = "$served" ]; then
+		tap_ok "$1: each plugin image read once, in the order it was streamed"
+	else
+		tap_not_ok "$1: each plugin image read once, in the order it was streamed" \
+			"stand-in status $STREAMER_STATUS; captured: $captured; served: $served"
+	fi
+}
+
+for w in kfd hsakmt; do
+	wl_fresh "$w" preset=2xmi210 -- --vram-mb 4 --bo-mb 1 || continue
+	img=/tmp/img-33-$w stream=/tmp/stream-33-$w
+	task_snapshot "$pid" "$RESULTS_DIR/33-$w.dumped"
+	stream_dump "$w" "$pid" "$img" "$stream"
+	tap_log_has "$w: the plugin streams its images" "$CRIU_LAST_LOG" \
+		"amdgpu_plugin: images go through criu's image streamer \(.*streamer-capture.sock\)"
+	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+
+	where="the same GPUs"
+	if [ "$w" = kfd ]; then
+		where="other gpu_ids"
+		emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 render_minor_base=160 ||
+			{ tap_not_ok "$w: reload the emulator with other gpu_ids"; continue; }
+	fi
+	if stream_restore "$img" "$stream"; then
+		tap_ok "$w: criu restore --stream onto $where"
+	else
+		tap_not_ok "$w: criu restore --stream onto $where" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	fi
+	tap_same_order "$w"
+	tap_same_task "$w: restored from a stream" "$RESULTS_DIR/33-$w.dumped" "$pid"
+	tap_alive_verified "$w: restored from a stream" "$pid" "$state"
+	wl_kill "$pid"
+done
+
+# A render-node file before the kfd file, through a stream.
+render_first_round() {
+	local name=$1 ids=$2 expect=$3
+	wl_fresh kfd preset=2xmi210 -- --render-first --vram-mb 2 --bo-mb 1 || return
+	local img=/tmp/img-33-rf stream=/tmp/stream-33-rf
+	task_snapshot "$pid" "$RESULTS_DIR/33-rf.dumped"
+	stream_dump "$name" "$pid" "$img" "$stream"
+	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+	if [ -n "$ids" ]; then
+		emu_reload preset=2xmi210 gpu_ids="$ids" render_minor_base=160 ||
+			{ tap_not_ok "$name: reload the emulator with gpu_ids $ids"; return; }
+	fi
+	if [ "$expect" = restored ]; then
+		if stream_restore "$img" "$stream"; then
+			tap_ok "$name: criu restore --stream"
+		else
+			tap_not_ok "$name: criu restore --stream" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+		fi
+		tap_same_order "$name"
+		tap_same_task "$name" "$RESULTS_DIR/33-rf.dumped" "$pid"
+		tap_alive_verified "$name" "$pid" "$state"
+		wl_kill "$pid"
+	else
+		if stream_restore "$img" "$stream"; then
+			tap_not_ok "$name: criu restore --stream fails" "it succeeded"
+			wl_kill "$pid"
+		else
+			tap_ok "$name: criu restore --stream fails"
+		fi
+		tap_log_has "$name: the plugin says why" "$CRIU_LAST_LOG" \
+			"amdgpu_plugin: amdgpu-renderD-[0-9]+\\.img names GPU 0x[0-9a-f]+, and no local GPU has that id: through the image streamer"
+		tap_no_task "$name: no half-restored task is left" "$pid" "$state"
+	fi
+}
+
+if criu_retries_plugin_files; then
+	render_first_round "render node first, criu retries it, other gpu_ids" 0x0e01,0x0e02 restored
+	tap_log_has "render node first: the plugin asked criu to come back" "$CRIU_LAST_LOG" \
+		"amdgpu_plugin: amdgpu-renderD-[0-9]+\\.img comes before this task's kfd image; criu asks for it again later"
+else
+	render_first_round "render node first, same gpu_ids" "" restored
+	render_first_round "render node first, other gpu_ids, criu without retry" 0x0e01,0x0e02 refused
+fi
+e2e_done
