@@ -44,6 +44,15 @@ size_t read_full(int fd, const std::string &name, uint8_t *p, size_t len)
 	return done;
 }
 
+// criu's streamer pipes start at the kernel's 64 KiB: a pages image would cross them in
+// thousands of sleeps and wake-ups of both ends. Best effort: the image goes through either way.
+unique_fd widened_pipe(int fd)
+{
+	constexpr int kStreamPipeSize = 1 << 20; // the default of /proc/sys/fs/pipe-max-size
+	(void)fcntl(fd, F_SETPIPE_SZ, kStreamPipeSize);
+	return unique_fd(fd);
+}
+
 } // namespace
 
 std::string kfd_image_name(uint32_t id)
@@ -69,7 +78,7 @@ unique_fd ImageDir::create(const std::string &name) const
 		const int fd = open_(name, true);
 		if (fd < 0)
 			fail(fd == -1 ? -EIO : fd, "criu's image streamer did not take image %s", name.c_str());
-		return unique_fd(fd);
+		return widened_pipe(fd);
 	}
 	unique_fd fd(openat(dirfd_, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
 	if (!fd)
@@ -87,7 +96,7 @@ unique_fd ImageDir::open_if_exists(const std::string &name) const
 			return {};
 		if (fd < 0)
 			fail(fd == -1 ? -EIO : fd, "criu's image streamer did not serve image %s", name.c_str());
-		return unique_fd(fd);
+		return widened_pipe(fd);
 	}
 	unique_fd fd(openat(dirfd_, name.c_str(), O_RDONLY | O_CLOEXEC));
 	if (!fd && errno != ENOENT)

@@ -50,33 +50,69 @@ echo "sink $sink: $sink_write MB/s writing, $sink_read MB/s reading (two streams
 echo "engine cap: sdma_mbps=$cap MB/s per GPU"
 
 emu_load preset=2xmi210 sdma_mbps="$cap" || exit 1
-state=$RESULTS_DIR/bench.state
-wl_start pid bench "$state" kfd_workload --vram-mb "$mib" --bo-mb 64 || { emu_unload; exit 1; }
-imgs=$sink/images
-criu_dump "$pid" "$imgs" || { echo "criu dump failed: $CRIU_LAST_LOG"; wl_stop "$pid"; emu_unload; exit 1; }
-dump_log=$CRIU_LAST_LOG
-wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_stop "$pid"
-criu_restore "$imgs" || { echo "criu restore failed: $CRIU_LAST_LOG"; emu_unload; exit 1; }
-restore_log=$CRIU_LAST_LOG
-echo "restored workload: $(wl_check "$pid" USR1 "$state" 300)"
 
-# report <saved|restored> <log> <sink MB/s per GPU>
+# report <saved|restored> <log> <sink MB/s per GPU> [label]
 report() {
-	local what=$1 log=$2 sink_gpu=$3 gpu mib_gpu s rate staging serial best
+	local what=$1 log=$2 sink_gpu=$3 label=${4:-files} gpu mib_gpu s rate staging serial best
 	serial=$(awk -v c="$cap" -v k="$sink_gpu" 'BEGIN { printf "%.0f", 1 / (1 / c + 1 / k) }')
 	best=$((cap < sink_gpu ? cap : sink_gpu))
 	[ "$best" -gt 0 ] || best=1
 	while read -r gpu mib_gpu s rate staging; do
-		printf '%-8s GPU %s: %6s MiB in %6s s = %4s MB/s | cap %s (%s%%), sink %s, no-overlap %s, overlap %s%% of min(cap, sink) | staging %s MiB\n' \
-			"$what" "$gpu" "$mib_gpu" "$s" "$rate" "$cap" "$((rate * 100 / cap))" "$sink_gpu" "$serial" \
+		printf '%-7s %-8s GPU %s: %6s MiB in %6s s = %4s MB/s | cap %s (%s%%), sink %s, no-overlap %s, overlap %s%% of min(cap, sink) | staging %s MiB\n' \
+			"$label" "$what" "$gpu" "$mib_gpu" "$s" "$rate" "$cap" "$((rate * 100 / cap))" "$sink_gpu" "$serial" \
 			"$((rate * 100 / best))" "$staging"
 	done < <(copy_figures "$log" "$what")
 }
-echo
-report saved "$dump_log" $((sink_write / 2))
-report restored "$restore_log" $((sink_read / 2))
 
-kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
+# overall <saved|restored> <log>: every GPU's bytes over the time of the slowest (they start together).
+overall() {
+	copy_figures "$2" "$1" | awk '{ mib += $2; if ($3 > s) s = $3 } END { printf "%.1f MiB in %.3f s = %.0f MB/s", mib, s, (s > 0 ? mib * 1048576 / 1e6 / s : 0) }'
+}
+
+# round <files|stream>: dump and restore one workload; sets SAVED and RESTORED (overall figures)
+round() {
+	local how=$1 state=$RESULTS_DIR/bench-$1.state imgs=$sink/images-$1 stream=$sink/stream dump_log restore_log
+	local stream_args=()
+	SAVED=failed RESTORED=failed
+	# The streamer's socket lives in -D, which 9p cannot hold: the stream file goes to the sink.
+	[ "$how" = files ] || imgs=/tmp/bench-images-stream
+	wl_start pid "bench-$how" "$state" kfd_workload --vram-mb "$mib" --bo-mb 64 || return 1
+	rm -rf "$imgs" "$stream"
+	if [ "$how" = stream ]; then
+		streamer_start capture "$imgs" "$stream" || { echo "stand-in did not listen"; wl_stop "$pid"; return 1; }
+		stream_args=(--stream)
+	fi
+	criu_dump "$pid" "$imgs" "${stream_args[@]}" || { echo "criu dump failed: $CRIU_LAST_LOG"; wl_stop "$pid"; return 1; }
+	dump_log=$CRIU_LAST_LOG
+	[ "$how" = files ] || streamer_wait || echo "the stand-in failed capturing"
+	wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_stop "$pid"
+	if [ "$how" = stream ]; then
+		streamer_start serve "$imgs" "$stream" || { echo "stand-in did not serve"; return 1; }
+	fi
+	criu_restore "$imgs" "${stream_args[@]}" || { echo "criu restore failed: $CRIU_LAST_LOG"; return 1; }
+	restore_log=$CRIU_LAST_LOG
+	[ "$how" = files ] || streamer_wait || echo "the stand-in failed serving"
+	echo "$how: restored workload: $(wl_check "$pid" USR1 "$state" 300)"
+	echo
+	report saved "$dump_log" $((sink_write / 2)) "$how"
+	report restored "$restore_log" $((sink_read / 2)) "$how"
+	SAVED=$(overall saved "$dump_log")
+	RESTORED=$(overall restored "$restore_log")
+	kill -TERM "$pid"
+	wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
+	rm -rf "$imgs" "$stream"
+}
+
+status=0
+round files || status=1
+files_saved=$SAVED files_restored=$RESTORED
+echo
+# Through the image streamer stand-in: the GPUs' pages images pass one after another into one
+# stream (here a file on the same sink), while the other GPU fills its staging ring.
+round stream || status=1
+echo
+echo "all GPUs, files : saved $files_saved; restored $files_restored"
+echo "all GPUs, stream: saved $SAVED; restored $RESTORED"
 rm -rf "$sink"
 emu_unload
+exit $status

@@ -166,34 +166,38 @@ int capture(const std::string &dir)
 	const int conn = accept4(sock, nullptr, nullptr, SOCK_CLOEXEC);
 	if (conn < 0)
 		die("accept");
-	std::vector<std::unique_ptr<File>> files;
+	// Each file goes to the stream as it arrives, in records of up to 1 MiB, the first of them
+	// empty (so that empty files exist too); several files may be on the way at once.
+	std::mutex out;
+	uint64_t total = 0;
+	size_t nfiles = 0;
+	auto record = [&](const std::string &name, const char *bytes, uint64_t size) {
+		const uint32_t len = static_cast<uint32_t>(name.size());
+		std::lock_guard lock(out);
+		if (!write_full(1, &len, sizeof(len)) || !write_full(1, name.data(), len) ||
+		    !write_full(1, &size, sizeof(size)) || !write_full(1, bytes, size))
+			die("cannot write the stream");
+		total += size;
+	};
 	std::vector<std::thread> movers;
 	while (std::optional<std::string> name = next_request(conn)) {
-		files.push_back(std::make_unique<File>(File { *name, {}, false }));
 		std::fprintf(stderr, "image-streamer: capture %s\n", name->c_str());
+		record(*name, nullptr, 0);
+		nfiles++;
 		const int pipe_rd = receive_fd(conn);
-		movers.emplace_back([pipe_rd, f = files.back().get()] {
-			char buf[1 << 16];
+		movers.emplace_back([pipe_rd, name = *name, &record] {
+			std::vector<char> buf(1 << 20);
 			ssize_t n;
-			while ((n = read(pipe_rd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+			while ((n = read(pipe_rd, buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR))
 				if (n > 0)
-					f->data.append(buf, static_cast<size_t>(n));
+					record(name, buf.data(), static_cast<uint64_t>(n));
 			close(pipe_rd);
 		});
 	}
 	for (std::thread &t : movers)
 		t.join();
 	unlink(path.c_str());
-	uint64_t total = 0;
-	for (const auto &f : files) {
-		const uint32_t len = static_cast<uint32_t>(f->name.size());
-		const uint64_t size = f->data.size();
-		if (!write_full(1, &len, sizeof(len)) || !write_full(1, f->name.data(), len) ||
-		    !write_full(1, &size, sizeof(size)) || !write_full(1, f->data.data(), f->data.size()))
-			die("cannot write the stream");
-		total += size;
-	}
-	std::fprintf(stderr, "image-streamer: captured %zu files, %llu bytes\n", files.size(),
+	std::fprintf(stderr, "image-streamer: captured %zu files, %llu bytes\n", nfiles,
 		     static_cast<unsigned long long>(total));
 	return 0;
 }
@@ -205,15 +209,16 @@ int serve(const std::string &dir)
 		uint32_t len;
 		if (!read_full(0, &len, sizeof(len)))
 			break;
-		File f;
-		f.name.resize(len);
+		std::string name(len, '\0');
 		uint64_t size;
-		if (!read_full(0, f.name.data(), len) || !read_full(0, &size, sizeof(size)))
+		if (!read_full(0, name.data(), len) || !read_full(0, &size, sizeof(size)))
 			die("truncated stream");
-		f.data.resize(size);
-		if (!read_full(0, f.data.data(), size))
+		File &f = files[name];
+		f.name = name;
+		const size_t at = f.data.size();
+		f.data.resize(at + size);
+		if (!read_full(0, f.data.data() + at, size))
 			die("truncated stream");
-		files[f.name] = std::move(f);
 	}
 	const std::string path = dir + "/streamer-serve.sock";
 	const int sock = listen_on(path);
