@@ -69,6 +69,22 @@ overall() {
 	copy_figures "$2" "$1" | awk '{ mib += $2; if ($3 > s) s = $3 } END { printf "%.1f MiB in %.3f s = %.0f MB/s", mib, s, (s > 0 ? mib * 1048576 / 1e6 / s : 0) }'
 }
 
+# timeline <restore log>: where a restore's time goes. The plugin recreates KFD state and copies
+# the BO contents inside RESTORE_EXT_FILE; everything else is criu's own (host memory, files, the
+# restorer). criu 4.2's POST_FORKING hook would let the copies run in criu's main process beside
+# criu's own work, so it could save at most the smaller of the two.
+timeline() {
+	awk '
+		{ t = substr($1, 2) + 0; if (t > end) end = t }
+		/amdgpu_plugin: pid [0-9]+: restored amdgpu-kfd-[0-9]+\.img/ { for (i = 1; i <= NF; i++) if ($i == "in") kfd += $(i + 1) / 1000 }
+		/amdgpu_plugin: pid [0-9]+: restored GPU/ { for (i = 1; i <= NF; i++) if ($i == "in" && $(i + 1) + 0 > copy) copy = $(i + 1) + 0 }
+		END {
+			other = end - kfd
+			printf "criu restore %.2f s: plugin %.2f s (BO copies %.2f s), criu'"'"'s own work %.2f s; POST_FORKING could hide at most %.2f s (%.0f%%)",
+				end, kfd, copy, other, (other < copy ? other : copy), 100 * (other < copy ? other : copy) / (end > 0 ? end : 1)
+		}' "$1"
+}
+
 # round <files|stream>: dump and restore one workload; sets SAVED and RESTORED (overall figures)
 round() {
 	local how=$1 state=$RESULTS_DIR/bench-$1.state imgs=$sink/images-$1 stream=$sink/stream dump_log restore_log
@@ -98,6 +114,7 @@ round() {
 	report restored "$restore_log" $((sink_read / 2)) "$how"
 	SAVED=$(overall saved "$dump_log")
 	RESTORED=$(overall restored "$restore_log")
+	echo "$how: $(timeline "$restore_log")"
 	kill -TERM "$pid"
 	wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
 	rm -rf "$imgs" "$stream"
