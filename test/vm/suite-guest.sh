@@ -58,7 +58,9 @@ for arg in "$@"; do
 	fi
 	rmdir "$cg" 2>/dev/null || echo "suite: cannot remove $cg, processes are still in it" >>"$dir/output"
 
-	# Leave the next scenario a clean slate: no emulator loaded.
+	# Leave the next scenario a clean slate: no emulator loaded, and the guest's RAM back from
+	# what the scenario left in /tmp (a tmpfs): checkpoint images, streams.
+	rm -rf /tmp/img-* /tmp/stream-*
 	if [ -d /sys/module/amdgpu_emu ]; then
 		echo "suite: $name left amdgpu_emu loaded; unloading it" >>"$dir/output"
 		# Files of killed processes may take a moment to be released.
