@@ -15,7 +15,7 @@ packages=(
 	# peak RSS of criu in the e2e resource scenarios (GNU time)
 	time
 	# real GPU clients run inside the guest
-	libhsakmt1 libhsakmt-dev
+	libhsakmt1 libhsakmt-dev rocminfo libhsa-runtime64-1 libhsa-runtime-dev
 )
 
 as_root() {

@@ -16,6 +16,7 @@
 #include <linux/spinlock.h>
 #include <linux/idr.h>
 #include <linux/kref.h>
+#include <linux/ktime.h>
 #include <linux/rbtree.h>
 #include <linux/workqueue.h>
 #include <linux/mmu_notifier.h>
@@ -307,6 +308,30 @@ int emu_amdgpu_cs_ioctl(struct drm_device *dev, void *data, struct drm_file *fil
 int emu_amdgpu_wait_cs_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int emu_amdgpu_gem_wait_idle_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int emu_sdma_init(struct emu_gpu *gpu);
+
+/*
+ * What the SDMA engine executes packets against: a GPU VM, with throughput
+ * and fault accounting.  For a user-mode queue @p is the process whose KFD
+ * events a TRAP raises; kernel IBs have none.
+ */
+struct emu_sdma_ctx {
+	struct emu_gpu *gpu;
+	struct emu_vm *vm;
+	struct emu_process *p;
+	ktime_t start;
+	u64 bytes;
+	u64 throttled;
+	u32 polls;			/* failed polls of the current POLL_REGMEM */
+	u64 fault_va;
+	const char *fault;
+};
+
+int emu_sdma_exec(struct emu_sdma_ctx *x, const u32 *buf, u32 ndw, u64 va,
+		  u32 *done, u64 budget);
+int emu_sdma_access(struct emu_sdma_ctx *x, u64 va, void *buf, u64 len,
+		    bool to_gpu, u32 pattern);
+int emu_sdma_fault(struct emu_sdma_ctx *x, u64 va, const char *what);
+u64 emu_gpu_clock_counter(void);
 void emu_sdma_fini(struct emu_gpu *gpu);
 
 struct emu_bo *emu_bo_create(struct emu_gpu *gpu, u64 size, u32 alloc_flags,
@@ -374,6 +399,13 @@ struct emu_queue {
 	u32 cu_mask_count;
 	u32 *cu_mask;
 	u64 heartbeats;
+	/* the engine's state for a user-mode SDMA queue (emu_sdma_queue.c) */
+	bool executing;			/* its write pointer has moved: no heartbeat */
+	u64 exec_rptr;			/* bytes consumed, monotonic */
+	u32 polls;			/* failed polls of the packet it waits on */
+	u64 sdma_bytes;
+	const char *fault;		/* stopped for good */
+	u64 fault_va;
 	u32 mqd_size;
 	void *mqd;
 	void *ctl_stack;
@@ -478,6 +510,8 @@ u32 emu_queue_mqd_size(u32 type);
 void emu_queue_fill_mqd(struct emu_queue *q);
 void emu_queue_load_mqd(struct emu_queue *q);
 void emu_heartbeat_work(struct work_struct *work);
+bool emu_queue_is_active(struct emu_queue *q);
+bool emu_sdma_queues_run(struct emu_process *p);
 void emu_heartbeat_kick(struct emu_process *p);
 
 /* events */
@@ -487,6 +521,7 @@ int emu_ioctl_set_event(struct file *filp, struct emu_process *p, void *data);
 int emu_ioctl_reset_event(struct file *filp, struct emu_process *p, void *data);
 int emu_ioctl_wait_events(struct file *filp, struct emu_process *p, void *data);
 int emu_event_set_signal_page(struct emu_process *p, u64 handle);
+void emu_event_signal_interrupt(struct emu_process *p, u32 partial_id, unsigned int valid_bits);
 int emu_event_restore(struct emu_process *p, u32 id, u32 type, bool auto_reset,
 		      bool signaled, const void *exception_data);
 void emu_events_destroy_all(struct emu_process *p);

@@ -24,6 +24,18 @@ static int emu_processes_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(emu_processes);
 
+/* What each GPU's SDMA engine has moved, kernel IBs and user queues alike. */
+static int emu_engines_show(struct seq_file *m, void *unused)
+{
+	unsigned int i;
+
+	for (i = 0; i < emu.n_gpus; i++)
+		seq_printf(m, "gpu %u gpu_id 0x%x sdma_bytes %lld\n", i, emu.gpus[i].gpu_id,
+			   (long long)atomic64_read(&emu.gpus[i].sdma_bytes));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(emu_engines);
+
 static int emu_fault_seq_show(struct seq_file *m, void *unused)
 {
 	emu_fault_show(m);
@@ -103,6 +115,7 @@ void emu_debugfs_init(void)
 	emu_debugfs_dir = debugfs_create_dir(EMU_NAME, NULL);
 	debugfs_create_file("processes", 0444, emu_debugfs_dir, NULL,
 			    &emu_processes_fops);
+	debugfs_create_file("engines", 0444, emu_debugfs_dir, NULL, &emu_engines_fops);
 	debugfs_create_file("fault", 0600, emu_debugfs_dir, NULL, &emu_fault_fops);
 	debugfs_create_file("gpu_access", 0600, emu_debugfs_dir, NULL, &emu_access_fops);
 }

@@ -229,6 +229,15 @@ int emu_ioctl_destroy_event(struct file *filp, struct emu_process *p, void *data
 	return ret;
 }
 
+static void emu_event_set(struct emu_process *p, struct emu_event *ev)
+{
+	spin_lock(&p->ev_lock);
+	/* an auto-reset signal goes to the waiters, if there are any */
+	ev->signaled = !ev->auto_reset || list_empty(&ev->waiters);
+	emu_event_wake(ev);
+	spin_unlock(&p->ev_lock);
+}
+
 int emu_ioctl_set_event(struct file *filp, struct emu_process *p, void *data)
 {
 	struct kfd_ioctl_set_event_args *args = data;
@@ -237,17 +246,50 @@ int emu_ioctl_set_event(struct file *filp, struct emu_process *p, void *data)
 
 	mutex_lock(&p->lock);
 	ev = idr_find(&p->event_idr, args->event_id);
-	if (!ev || ev->type != KFD_IOC_EVENT_SIGNAL) {
+	if (!ev || ev->type != KFD_IOC_EVENT_SIGNAL)
 		ret = -EINVAL;
-	} else {
-		spin_lock(&p->ev_lock);
-		/* an auto-reset signal goes to the waiters, if there are any */
-		ev->signaled = !ev->auto_reset || list_empty(&ev->waiters);
-		emu_event_wake(ev);
-		spin_unlock(&p->ev_lock);
-	}
+	else
+		emu_event_set(p, ev);
 	mutex_unlock(&p->lock);
 	return ret;
+}
+
+/* A signal event whose slot the GPU wrote: acknowledge the slot, set the event. */
+static bool emu_event_set_if_written(struct emu_process *p, struct emu_event *ev)
+{
+	if (!ev || !emu_event_is_signal(ev->type) || ev->id >= EMU_SIGNAL_EVENT_LIMIT ||
+	    READ_ONCE(p->signal_slots[ev->id]) == EMU_UNSIGNALED_SLOT)
+		return false;
+	WRITE_ONCE(p->signal_slots[ev->id], EMU_UNSIGNALED_SLOT);
+	emu_event_set(p, ev);
+	return true;
+}
+
+/*
+ * An interrupt from one of the process's queues carrying the low @valid_bits
+ * of an event id, as amdkfd's kfd_signal_event_interrupt() takes it: the GPU
+ * has written the event's slot in the signal page (the event mailbox) before
+ * raising the interrupt.  Ids that fit the valid bits name their event; if
+ * that slot was not written, or only part of the id came, every signal event
+ * with a written slot is set.  Caller holds p->lock.
+ */
+void emu_event_signal_interrupt(struct emu_process *p, u32 partial_id, unsigned int valid_bits)
+{
+	struct emu_event *ev;
+	int id;
+
+	if (!p->signal_slots)
+		return;
+	if (valid_bits >= 32 || (1ULL << valid_bits) >= EMU_SIGNAL_EVENT_LIMIT) {
+		if (emu_event_set_if_written(p, idr_find(&p->event_idr, partial_id)))
+			return;
+	} else {
+		for (id = partial_id; id < EMU_SIGNAL_EVENT_LIMIT; id += 1 << valid_bits)
+			if (emu_event_set_if_written(p, idr_find(&p->event_idr, id)))
+				return;
+	}
+	idr_for_each_entry(&p->event_idr, ev, id)
+		emu_event_set_if_written(p, ev);
 }
 
 int emu_ioctl_reset_event(struct file *filp, struct emu_process *p, void *data)

@@ -486,6 +486,12 @@ static int emu_ioctl_set_memory_policy(struct file *filp, struct emu_process *p,
 	return ret;
 }
 
+/* Every emulated GPU counts at 100 MHz. */
+u64 emu_gpu_clock_counter(void)
+{
+	return div_u64(ktime_get_raw_ns(), 10);
+}
+
 static int emu_ioctl_get_clock_counters(struct file *filp, struct emu_process *p, void *data)
 {
 	struct kfd_ioctl_get_clock_counters_args *args = data;
@@ -495,7 +501,7 @@ static int emu_ioctl_get_clock_counters(struct file *filp, struct emu_process *p
 	pdd = emu_pdd_by_user_id(p, args->gpu_id);
 	mutex_unlock(&p->lock);
 	/* the GPU counter runs at 100 MHz, like the gfx9 reference clock */
-	args->gpu_clock_counter = pdd ? div_u64(ktime_get_raw_ns(), 10) : 0;
+	args->gpu_clock_counter = pdd ? emu_gpu_clock_counter() : 0;
 	args->cpu_clock_counter = ktime_get_raw_ns();
 	args->system_clock_counter = ktime_get_boottime_ns();
 	args->system_clock_freq = 1000000000;
@@ -837,10 +843,11 @@ static void emu_process_show(struct seq_file *m, struct emu_process *p)
 				   emu_mem_offset(mem, pdd->gpu->gpu_id));
 	}
 	list_for_each_entry(q, &p->queues, link)
-		seq_printf(m, "  queue %u gpu 0x%x type %u evicted %d heartbeat %llu rptr 0x%llx doorbell %u\n",
+		seq_printf(m, "  queue %u gpu 0x%x type %u evicted %d heartbeat %llu rptr 0x%llx doorbell %u executed 0x%llx sdma_bytes %llu fault %s\n",
 			   q->id, q->pdd->user_gpu_id, q->type,
 			   !emu_process_queues_active(p), q->heartbeats,
-			   q->rptr, q->doorbell_id);
+			   q->rptr, q->doorbell_id, q->exec_rptr, q->sdma_bytes,
+			   q->fault ? q->fault : "none");
 	idr_for_each_entry(&p->event_idr, ev, id)
 		seq_printf(m, "  event %u type %u auto_reset %d signaled %d\n",
 			   ev->id, ev->type, ev->auto_reset, ev->signaled);

@@ -2,10 +2,12 @@
 /*
  * amdgpu_emu: user mode queues and their heartbeat.
  *
- * A queue is its properties plus an opaque MQD image; nothing executes.  So
- * that "running" and "paused" can be told apart from user space, every
- * active queue of a process whose queues are not evicted gets the 64-bit value
- * at its read pointer address incremented every heartbeat_ms.
+ * A queue is its properties plus an MQD image.  User-mode SDMA queues run on
+ * the emulated engine (emu_sdma_queue.c) once their write pointer moves; the
+ * process's queue worker drives them.  So that "running" and "paused" can be
+ * told apart from user space for every other queue, each active queue of a
+ * process whose queues are not evicted that does not execute gets the 64-bit
+ * value at its read pointer address incremented every heartbeat_ms.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -34,8 +36,9 @@ struct emu_mqd {
 	u32 ring_size;
 	u32 percentage;
 	u32 priority;
-	u32 pad;
+	u32 executing;
 	u64 heartbeats;
+	u64 exec_rptr;			/* where the engine is in the ring */
 };
 
 u32 emu_queue_mqd_size(u32 type)
@@ -67,18 +70,23 @@ void emu_queue_fill_mqd(struct emu_queue *q)
 	m->percentage = q->percentage;
 	m->priority = q->priority;
 	m->heartbeats = q->heartbeats;
+	m->executing = q->executing;
+	m->exec_rptr = q->exec_rptr;
 }
 
-/* A restored MQD image of ours carries the heartbeat count on. */
+/* A restored MQD image of ours carries the heartbeat count and engine state on. */
 void emu_queue_load_mqd(struct emu_queue *q)
 {
 	struct emu_mqd *m = q->mqd;
 
-	if (q->mqd_size >= sizeof(*m) && m->magic == EMU_MQD_MAGIC)
+	if (q->mqd_size >= sizeof(*m) && m->magic == EMU_MQD_MAGIC) {
 		q->heartbeats = m->heartbeats;
+		q->executing = m->executing;
+		q->exec_rptr = m->exec_rptr;
+	}
 }
 
-static bool emu_queue_is_active(struct emu_queue *q)
+bool emu_queue_is_active(struct emu_queue *q)
 {
 	return q->ring_size && q->ring_base && q->percentage;
 }
@@ -456,16 +464,18 @@ void emu_heartbeat_work(struct work_struct *work)
 	struct emu_beat *beats;
 	struct emu_queue *q;
 	unsigned int i, n = 0;
+	bool more;
 
 	mutex_lock(&p->lock);
 	if (!emu_process_queues_active(p) || p->mm_gone || !p->n_queues) {
 		mutex_unlock(&p->lock);
 		return;
 	}
+	more = emu_sdma_queues_run(p);
 	beats = kcalloc(p->n_queues, sizeof(*beats), GFP_KERNEL);
 	if (beats) {
 		list_for_each_entry(q, &p->queues, link) {
-			if (!emu_queue_is_active(q) || !q->rptr)
+			if (!emu_queue_is_active(q) || !q->rptr || q->executing)
 				continue;
 			beats[n].id = q->id;
 			beats[n].addr = q->rptr;
@@ -491,7 +501,9 @@ void emu_heartbeat_work(struct work_struct *work)
 		if (q)
 			q->heartbeats++;
 	}
-	if (emu_process_queues_active(p))
+	if (emu_process_queues_active(p) && more && !p->hb_stopping && !p->mm_gone)
+		queue_delayed_work(emu.wq, &p->heartbeat, 0);
+	else if (emu_process_queues_active(p))
 		emu_heartbeat_kick(p);
 	mutex_unlock(&p->lock);
 	kfree(beats);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * amdgpu_emu: command submission to the DMA IP and the SDMA 4.x engine that
- * executes it.
+ * executes it (kernel IBs here, user-mode SDMA queues in emu_sdma_queue.c).
  *
  * AMDGPU_CS validates the chunks as amdgpu_cs.c does, gives the job the next
  * sequence number of its (context, ring) and queues it on the GPU's ordered
@@ -36,7 +36,10 @@
 #define SDMA_OP_WRITE		2
 #define SDMA_OP_FENCE		5
 #define SDMA_OP_TRAP		6
+#define SDMA_OP_POLL_REGMEM	8
+#define SDMA_OP_ATOMIC		10
 #define SDMA_OP_CONST_FILL	11
+#define SDMA_OP_TIMESTAMP	13
 #define SDMA_SUBOP_COPY_LINEAR	0
 #define SDMA_SUBOP_WRITE_LINEAR	0
 #define SDMA_COPY_BROADCAST	BIT(27)
@@ -45,6 +48,30 @@
 #define SDMA_COUNT_20(d)	((d) & 0xfffff)
 #define SDMA_IB_MAX_DW		0xfffff		/* the IB packet's size field */
 #define SDMA_IB_ADDR_MASK	(~0x1fULL)	/* IBs start 32-byte aligned */
+#define SDMA_FILL_SIZE(h)	(((h) >> 30) & 0x3)	/* log2 bytes of the fill unit */
+#define SDMA_POLL_MEM		BIT(31)		/* else two register offsets */
+#define SDMA_POLL_FUNC(h)	(((h) >> 28) & 0x7)
+#define SDMA_POLL_INTERVAL(d)	((d) & 0xffff)
+#define SDMA_POLL_RETRY(d)	(((d) >> 16) & 0xfff)
+#define SDMA_POLL_FOREVER	0xfff
+#define SDMA_ATOMIC_OP(h)	(((h) >> 25) & 0x7f)
+#define SDMA_TIMESTAMP_SET	0
+#define SDMA_TIMESTAMP_GET	1
+#define SDMA_TIMESTAMP_GLOBAL	2
+#define SDMA_TRAP_CONTEXT(d)	((d) & 0x0fffffff)
+
+/* The TC atomic opcodes of the ATOMIC packet, 64-bit forms (with and without return) */
+#define TC_OP_SWAP_RTN_64	0x27
+#define TC_OP_CMPSWAP_RTN_64	0x28
+#define TC_OP_ADD_RTN_64	0x2f
+#define TC_OP_SUB_RTN_64	0x30
+#define TC_OP_SWAP_64		0x67
+#define TC_OP_CMPSWAP_64	0x68
+#define TC_OP_ADD_64		0x6f
+#define TC_OP_SUB_64		0x70
+
+/* An IB's POLL_REGMEM: how long the engine polls before the job faults. */
+#define EMU_IB_POLL_TIMEOUT_MS	2000
 
 #define EMU_SDMA_THROTTLE_STEP	(256 << 10)
 
@@ -67,40 +94,35 @@ struct emu_job {
 	u64 uf_offset;
 	unsigned int ring;
 	u64 seq;
-	/* execution state */
-	ktime_t start;
-	u64 bytes;
-	u64 throttled;
-	u64 fault_va;
-	const char *fault;
+	struct emu_sdma_ctx exec;
 	unsigned int n_ibs;
 	struct emu_ib ibs[];
 };
 
 /* ---- the engine ----------------------------------------------------------- */
 
-static int emu_job_fault(struct emu_job *job, u64 va, const char *what)
+int emu_sdma_fault(struct emu_sdma_ctx *x, u64 va, const char *what)
 {
-	job->fault_va = va;
-	job->fault = what;
+	x->fault_va = va;
+	x->fault = what;
 	return -EFAULT;
 }
 
 /* Honour sdma_mbps, and give the CPU away now and then. */
-static void emu_job_account(struct emu_job *job, u64 n)
+static void emu_sdma_account(struct emu_sdma_ctx *x, u64 n)
 {
 	unsigned int mbps = READ_ONCE(emu_sdma_mbps);
 	s64 ahead_us;
 
-	job->bytes += n;
-	atomic64_add(n, &job->gpu->sdma_bytes);
-	if (job->bytes - job->throttled < EMU_SDMA_THROTTLE_STEP)
+	x->bytes += n;
+	atomic64_add(n, &x->gpu->sdma_bytes);
+	if (x->bytes - x->throttled < EMU_SDMA_THROTTLE_STEP)
 		return;
-	job->throttled = job->bytes;
+	x->throttled = x->bytes;
 	if (mbps) {
 		/* MB/s is bytes per microsecond */
-		ahead_us = div_u64(job->bytes, mbps) -
-			ktime_us_delta(ktime_get(), job->start);
+		ahead_us = div_u64(x->bytes, mbps) -
+			ktime_us_delta(ktime_get(), x->start);
 		if (ahead_us > 20000)
 			msleep(div_u64(ahead_us, 1000));
 		else if (ahead_us > 10)
@@ -118,13 +140,13 @@ static void emu_seg_put(struct emu_vm_seg *seg)
 }
 
 /* Make @seg cover @va, resolving it anew once the previous stretch ran out. */
-static int emu_seg_at(struct emu_job *job, struct emu_vm_seg *seg, u64 va, bool write)
+static int emu_seg_at(struct emu_sdma_ctx *x, struct emu_vm_seg *seg, u64 va, bool write)
 {
 	if (seg->len)
 		return 0;
 	emu_seg_put(seg);
-	if (emu_vm_resolve(&job->ef->vm, va, write, seg))
-		return emu_job_fault(job, va, write ? "write" : "read");
+	if (emu_vm_resolve(x->vm, va, write, seg))
+		return emu_sdma_fault(x, va, write ? "write" : "read");
 	return 0;
 }
 
@@ -143,7 +165,7 @@ static void emu_seg_advance(struct emu_vm_seg *seg, unsigned int n)
 }
 
 /* COPY_LINEAR: GPU VA to GPU VA. */
-static int emu_sdma_copy(struct emu_job *job, u64 dst, u64 src, u64 len)
+static int emu_sdma_copy(struct emu_sdma_ctx *x, u64 dst, u64 src, u64 len)
 {
 	struct emu_vm_seg s = {}, d = {};
 	unsigned int sroom, droom, n;
@@ -151,9 +173,9 @@ static int emu_sdma_copy(struct emu_job *job, u64 dst, u64 src, u64 len)
 	int ret = 0;
 
 	while (len) {
-		ret = emu_seg_at(job, &s, src, false);
+		ret = emu_seg_at(x, &s, src, false);
 		if (!ret)
-			ret = emu_seg_at(job, &d, dst, true);
+			ret = emu_seg_at(x, &d, dst, true);
 		if (ret)
 			break;
 		sp = emu_seg_map(&s, &sroom);
@@ -167,7 +189,7 @@ static int emu_sdma_copy(struct emu_job *job, u64 dst, u64 src, u64 len)
 		src += n;
 		dst += n;
 		len -= n;
-		emu_job_account(job, n);
+		emu_sdma_account(x, n);
 	}
 	emu_seg_put(&s);
 	emu_seg_put(&d);
@@ -179,8 +201,8 @@ static int emu_sdma_copy(struct emu_job *job, u64 dst, u64 src, u64 len)
  * to @va, otherwise @buf is filled from @va.  A NULL @buf with @to_gpu fills
  * with the 32-bit @pattern, aligned to the destination address.
  */
-static int emu_sdma_access(struct emu_job *job, u64 va, void *buf, u64 len,
-			   bool to_gpu, u32 pattern)
+int emu_sdma_access(struct emu_sdma_ctx *x, u64 va, void *buf, u64 len,
+		    bool to_gpu, u32 pattern)
 {
 	struct emu_vm_seg seg = {};
 	unsigned int room, n, i;
@@ -188,7 +210,7 @@ static int emu_sdma_access(struct emu_job *job, u64 va, void *buf, u64 len,
 	int ret = 0;
 
 	while (len) {
-		ret = emu_seg_at(job, &seg, va, to_gpu);
+		ret = emu_seg_at(x, &seg, va, to_gpu);
 		if (ret)
 			break;
 		p = emu_seg_map(&seg, &room);
@@ -210,7 +232,7 @@ static int emu_sdma_access(struct emu_job *job, u64 va, void *buf, u64 len,
 		va += n;
 		len -= n;
 		if (!buf)
-			emu_job_account(job, n);
+			emu_sdma_account(x, n);
 	}
 	emu_seg_put(&seg);
 	return ret;
@@ -221,88 +243,261 @@ static u64 emu_pkt_addr(const u32 *dw)
 	return ((u64)dw[1] << 32 | dw[0]) & EMU_GMC_HOLE_MASK;
 }
 
-/* Execute the packets of one IB; -EFAULT on a VM fault or an illegal packet. */
-static int emu_sdma_exec(struct emu_job *job, const u32 *ib, u32 ndw, u64 ib_va)
+/*
+ * Map the naturally aligned 64-bit word at @va for an atomic or a timestamp;
+ * the caller kunmap_local()s the pointer and puts @seg.
+ */
+static u64 *emu_sdma_map_u64(struct emu_sdma_ctx *x, u64 va, bool write,
+			     struct emu_vm_seg *seg)
 {
-	u32 i = 0, hdr, op, sub, n;
+	unsigned int room;
+
+	if (va & 7) {
+		emu_sdma_fault(x, va, "unaligned 64-bit access");
+		return NULL;
+	}
+	if (emu_seg_at(x, seg, va, write))
+		return NULL;
+	return emu_seg_map(seg, &room);
+}
+
+/* POLL_REGMEM's compare functions */
+static bool emu_poll_true(u32 func, u32 value, u32 ref)
+{
+	switch (func) {
+	case 0: return true;
+	case 1: return value < ref;
+	case 2: return value <= ref;
+	case 3: return value == ref;
+	case 4: return value != ref;
+	case 5: return value >= ref;
+	case 6: return value > ref;
+	default: return false;
+	}
+}
+
+/*
+ * POLL_REGMEM: 0 when the condition holds, -EAGAIN while it does not (the
+ * engine stays on the packet), -EFAULT once a finite retry count ran out.
+ * Register polls are the HDP flush: memory here is coherent, so they pass.
+ */
+static int emu_sdma_poll(struct emu_sdma_ctx *x, const u32 *pkt, u64 pkt_va)
+{
+	u32 value;
+	int ret;
+
+	if (!(pkt[0] & SDMA_POLL_MEM))
+		return 0;
+	ret = emu_sdma_access(x, emu_pkt_addr(&pkt[1]) & ~3ULL, &value, 4, false, 0);
+	if (ret)
+		return ret;
+	if (emu_poll_true(SDMA_POLL_FUNC(pkt[0]), value & pkt[4], pkt[3])) {
+		x->polls = 0;
+		return 0;
+	}
+	if (SDMA_POLL_RETRY(pkt[5]) != SDMA_POLL_FOREVER &&
+	    ++x->polls > SDMA_POLL_RETRY(pkt[5]))
+		return emu_sdma_fault(x, pkt_va, "POLL_REGMEM out of retries");
+	return -EAGAIN;
+}
+
+static int emu_sdma_atomic(struct emu_sdma_ctx *x, const u32 *pkt)
+{
+	struct emu_vm_seg seg = {};
+	u64 src = (u64)pkt[4] << 32 | pkt[3];
+	u64 cmp = (u64)pkt[6] << 32 | pkt[5];
+	u64 va = emu_pkt_addr(&pkt[1]);
+	atomic64_t *v;
 	int ret = 0;
 
-	while (i < ndw && !ret) {
-		hdr = ib[i];
+	v = (atomic64_t *)emu_sdma_map_u64(x, va, true, &seg);
+	if (!v) {
+		emu_seg_put(&seg);
+		return -EFAULT;
+	}
+	switch (SDMA_ATOMIC_OP(pkt[0])) {
+	case TC_OP_ADD_RTN_64:
+	case TC_OP_ADD_64:
+		atomic64_add(src, v);
+		break;
+	case TC_OP_SUB_RTN_64:
+	case TC_OP_SUB_64:
+		atomic64_sub(src, v);
+		break;
+	case TC_OP_SWAP_RTN_64:
+	case TC_OP_SWAP_64:
+		atomic64_xchg(v, src);
+		break;
+	case TC_OP_CMPSWAP_RTN_64:
+	case TC_OP_CMPSWAP_64:
+		atomic64_cmpxchg(v, cmp, src);
+		break;
+	default:
+		ret = emu_sdma_fault(x, va, "unsupported ATOMIC operation");
+	}
+	kunmap_local(v);
+	emu_seg_put(&seg);
+	return ret;
+}
+
+/* TIMESTAMP GET and GET_GLOBAL: the GPU clock KFD's GET_CLOCK_COUNTERS reports. */
+static int emu_sdma_timestamp(struct emu_sdma_ctx *x, const u32 *pkt)
+{
+	struct emu_vm_seg seg = {};
+	u64 *ts;
+
+	ts = emu_sdma_map_u64(x, emu_pkt_addr(&pkt[1]), true, &seg);
+	if (ts) {
+		WRITE_ONCE(*ts, emu_gpu_clock_counter());
+		kunmap_local(ts);
+	}
+	emu_seg_put(&seg);
+	return ts ? 0 : -EFAULT;
+}
+
+/*
+ * Execute SDMA 4.x packets from @buf, fetched from GPU VA @va, until the end
+ * or the first packet that cannot complete.  *@done is the number of dwords
+ * consumed, always a packet boundary.  Returns 0, -EAGAIN when a POLL_REGMEM
+ * waits (*@done is that packet), -EFAULT on a VM fault or an illegal or
+ * truncated packet (x->fault says which), or -ENOSPC once @budget bytes were
+ * moved (the caller comes back for the rest).
+ */
+int emu_sdma_exec(struct emu_sdma_ctx *x, const u32 *buf, u32 ndw, u64 va,
+		  u32 *done, u64 budget)
+{
+	u64 until = x->bytes + budget;
+	u32 i = 0, hdr, op, sub, n, len;
+	int ret = 0;
+
+	while (i < ndw) {
+		if (x->bytes >= until) {
+			ret = -ENOSPC;
+			break;
+		}
+		hdr = buf[i];
 		op = hdr & 0xff;
 		sub = (hdr >> 8) & 0xff;
+		len = 0;
 		switch (op) {
 		case SDMA_OP_NOP:
-			i += 1 + SDMA_NOP_COUNT(hdr);
-			continue;
+			len = 1 + SDMA_NOP_COUNT(hdr);
+			if (ndw - i < len)
+				len = 0;
+			break;
 		case SDMA_OP_COPY:
-			if (sub != SDMA_SUBOP_COPY_LINEAR || (hdr & SDMA_COPY_BROADCAST))
+			if (sub != SDMA_SUBOP_COPY_LINEAR || (hdr & SDMA_COPY_BROADCAST) ||
+			    ndw - i < 7)
 				break;
-			if (ndw - i < 7)
-				break;
+			len = 7;
 			/* SDMA 4.x: the count field is bytes - 1 */
-			ret = emu_sdma_copy(job, emu_pkt_addr(&ib[i + 5]),
-					    emu_pkt_addr(&ib[i + 3]),
-					    (u64)SDMA_COUNT_22(ib[i + 1]) + 1);
-			i += 7;
-			continue;
+			ret = emu_sdma_copy(x, emu_pkt_addr(&buf[i + 5]),
+					    emu_pkt_addr(&buf[i + 3]),
+					    (u64)SDMA_COUNT_22(buf[i + 1]) + 1);
+			break;
 		case SDMA_OP_WRITE:
 			if (sub != SDMA_SUBOP_WRITE_LINEAR || ndw - i < 4)
 				break;
-			n = SDMA_COUNT_20(ib[i + 3]) + 1;
+			n = SDMA_COUNT_20(buf[i + 3]) + 1;
 			if (ndw - i - 4 < n)
 				break;
-			ret = emu_sdma_access(job, emu_pkt_addr(&ib[i + 1]) & ~3ULL,
-					      (void *)&ib[i + 4], n * 4ULL, true, 0);
-			i += 4 + n;
-			continue;
+			len = 4 + n;
+			ret = emu_sdma_access(x, emu_pkt_addr(&buf[i + 1]) & ~3ULL,
+					      (void *)&buf[i + 4], n * 4ULL, true, 0);
+			break;
 		case SDMA_OP_FENCE:
 			if (ndw - i < 4)
 				break;
-			ret = emu_sdma_access(job, emu_pkt_addr(&ib[i + 1]) & ~3ULL,
-					      (void *)&ib[i + 3], 4, true, 0);
-			i += 4;
-			continue;
+			len = 4;
+			ret = emu_sdma_access(x, emu_pkt_addr(&buf[i + 1]) & ~3ULL,
+					      (void *)&buf[i + 3], 4, true, 0);
+			break;
 		case SDMA_OP_TRAP:
-			/* an interrupt the driver only uses for its own fences */
 			if (ndw - i < 2)
 				break;
-			i += 2;
-			continue;
+			len = 2;
+			/* kernel IBs' traps only drive the driver's own fences */
+			if (x->p)
+				emu_event_signal_interrupt(x->p, SDMA_TRAP_CONTEXT(buf[i + 1]), 28);
+			break;
+		case SDMA_OP_POLL_REGMEM:
+			if (ndw - i < 6)
+				break;
+			len = 6;
+			ret = emu_sdma_poll(x, &buf[i], va + i * 4ULL);
+			break;
+		case SDMA_OP_ATOMIC:
+			if (ndw - i < 8)
+				break;
+			len = 8;
+			ret = emu_sdma_atomic(x, &buf[i]);
+			break;
+		case SDMA_OP_TIMESTAMP:
+			if (ndw - i < 3 || sub > SDMA_TIMESTAMP_GLOBAL)
+				break;
+			len = 3;
+			if (sub != SDMA_TIMESTAMP_SET)
+				ret = emu_sdma_timestamp(x, &buf[i]);
+			break;
 		case SDMA_OP_CONST_FILL:
 			if (ndw - i < 5)
 				break;
-			ret = emu_sdma_access(job, emu_pkt_addr(&ib[i + 1]), NULL,
-					      (u64)SDMA_COUNT_22(ib[i + 4]) + 1, true,
-					      ib[i + 3]);
-			i += 5;
-			continue;
+			len = 5;
+			/*
+			 * count is bytes - 1; a fill of dwords covers whole
+			 * dwords (ROCr counts (dwords - 1) * 4, amdgpu bytes - 1)
+			 */
+			ret = emu_sdma_access(x, emu_pkt_addr(&buf[i + 1]), NULL,
+					      round_up((u64)SDMA_COUNT_22(buf[i + 4]) + 1,
+						       1u << SDMA_FILL_SIZE(hdr)),
+					      true, buf[i + 3]);
+			break;
 		default:
 			break;
 		}
-		/* an unknown packet or one cut off by the end of the IB */
-		return emu_job_fault(job, ib_va + i * 4ULL, "illegal packet");
+		if (!len) {
+			/* an unknown packet or one cut off by the end of the buffer */
+			ret = emu_sdma_fault(x, va + i * 4ULL, "illegal packet");
+			break;
+		}
+		if (ret)
+			break;
+		i += len;
 	}
+	*done = i;
 	return ret;
 }
 
 static int emu_sdma_run_ib(struct emu_job *job, const struct emu_ib *ib)
 {
+	struct emu_sdma_ctx *x = &job->exec;
 	u32 ndw = ib->bytes / 4;
 	u64 va = ib->va & SDMA_IB_ADDR_MASK & EMU_GMC_HOLE_MASK;
-	u32 *buf;
+	unsigned long poll_end = jiffies + msecs_to_jiffies(EMU_IB_POLL_TIMEOUT_MS);
+	u32 *buf, at = 0, done;
 	int ret;
 
 	if (!ndw)
 		return 0;
 	if (ndw > SDMA_IB_MAX_DW)
-		return emu_job_fault(job, va, "IB too large");
+		return emu_sdma_fault(x, va, "IB too large");
 	buf = kvmalloc_array(ndw, sizeof(u32), GFP_KERNEL);
 	if (!buf)
-		return emu_job_fault(job, va, "IB fetch (out of memory)");
-	ret = emu_sdma_access(job, va, buf, ndw * 4ULL, false, 0);
-	if (!ret)
-		ret = emu_sdma_exec(job, buf, ndw, va);
+		return emu_sdma_fault(x, va, "IB fetch (out of memory)");
+	ret = emu_sdma_access(x, va, buf, ndw * 4ULL, false, 0);
+	while (!ret && at < ndw) {
+		ret = emu_sdma_exec(x, buf + at, ndw - at, va + at * 4ULL, &done, U64_MAX);
+		at += done;
+		if (ret != -EAGAIN)
+			break;
+		/* a POLL_REGMEM waiting for memory: poll again a little later */
+		if (time_after(jiffies, poll_end)) {
+			ret = emu_sdma_fault(x, va + at * 4ULL, "POLL_REGMEM timed out");
+			break;
+		}
+		usleep_range(50, 100);
+		ret = 0;
+	}
 	kvfree(buf);
 	return ret;
 }
@@ -334,7 +529,7 @@ static void emu_job_work(struct work_struct *work)
 	int ret = 0;
 	u64 seq = job->seq;
 
-	job->start = ktime_get();
+	job->exec.start = ktime_get();
 	if (READ_ONCE(ctx->guilty))
 		ret = -ECANCELED;
 	for (i = 0; i < job->n_ibs && !ret; i++)
@@ -342,7 +537,7 @@ static void emu_job_work(struct work_struct *work)
 
 	if (ret == -EFAULT) {
 		pr_warn_ratelimited(EMU_NAME ": [sdma] GPU %u: %s fault at 0x%llx, ctx %u ring %u seq %llu; context guilty\n",
-				    job->gpu->index, job->fault, job->fault_va,
+				    job->gpu->index, job->exec.fault, job->exec.fault_va,
 				    ctx->id, job->ring, seq);
 		atomic_inc(&job->gpu->reset_counter);
 	} else if (!ret && job->uf_bo) {
@@ -579,6 +774,8 @@ int emu_amdgpu_cs_ioctl(struct drm_device *dev, void *data, struct drm_file *fil
 		atomic_inc(&job->list->bos[i]->busy);
 	kref_get(&ef->ref);
 	job->ef = ef;
+	job->exec.gpu = job->gpu;
+	job->exec.vm = &ef->vm;
 
 	spin_lock(&ctx->lock);
 	if (ctx->guilty) {

@@ -1,0 +1,66 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# ROCm's runtime (Debian's libhsa-runtime64 5.2.3 and rocminfo, unmodified) on every preset:
+# rocminfo enumerates one agent per emulated GPU, and test/emu/clients/rocr_client moves data
+# host->VRAM->host through hsa_amd_memory_async_copy on every GPU: its user-mode SDMA queues run on
+# the emulated engines (whose byte counters must grow by the copies), completion signals wake
+# blocked waiters through KFD events, and a copy waits on its dependency signal. Its TAP results
+# become ours, prefixed with the preset. ROCm 5.2.3 predates gfx942 (MI300, preset cpx8): there
+# it must say, for every GPU, that it does not know the node, as it would on the real part.
+# timeout: 900
+. test/vm/lib.sh
+
+client=test/emu/clients/rocr_client
+[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
+[ -x "$client" ] || { echo "no $client (libhsa-runtime-dev missing at build time?)"; exit 77; }
+command -v rocminfo >/dev/null || { echo "rocminfo is not installed"; exit 77; }
+
+engines=/sys/kernel/debug/amdgpu_emu/engines
+mib=4
+
+echo "32-rocr-runtime: begin" >/dev/kmsg
+for p in mi100 2xmi210 mi250x cpx8; do
+	if ! emu_reload preset="$p"; then
+		tap_not_ok "$p: load"
+		continue
+	fi
+	n=$(grep -c . "$engines")
+	if [ "$p" = cpx8 ]; then
+		unknown=$(timeout 120 rocminfo 2>&1 | grep -c 'The GPU node has an unrecognized id')
+		if [ "$unknown" = "$n" ]; then
+			tap_ok "$p: ROCm 5.2.3 predates gfx942 and says so for each of the $n GPUs"
+		else
+			tap_not_ok "$p: ROCm 5.2.3 predates gfx942 and says so for each of the $n GPUs" \
+				"$unknown such warnings: $(timeout 60 rocminfo 2>&1 | tail -n3)"
+		fi
+		emu_unload || tap_not_ok "$p: unload after the runtime"
+		continue
+	fi
+	agents=$(timeout 120 rocminfo 2>&1 | grep -cE '^  Name: +gfx[0-9a-f]+ *$')
+	if [ "$agents" = "$n" ]; then
+		tap_ok "$p: rocminfo lists the $n GPU agents"
+	else
+		tap_not_ok "$p: rocminfo lists the $n GPU agents" "it lists $agents: $(timeout 60 rocminfo 2>&1 | tail -n3)"
+	fi
+	before=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+	tap_relay "$p" timeout 300 "$client" --mib "$mib"
+	after=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+	moved=$(paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") |
+		awk -v need=$((2 * mib * 1048576)) 'NF == 2 { if ($2 - $1 < need) bad++ } END { print bad + 0 }')
+	if [ "$moved" = 0 ]; then
+		tap_ok "$p: every GPU's SDMA engine moved the copies ($before-> $after bytes)"
+	else
+		tap_not_ok "$p: every GPU's SDMA engine moved the copies" "bytes before: $before; after: $after"
+	fi
+	emu_unload || tap_not_ok "$p: unload after the runtime"
+done
+
+bad=$(dmesg | sed -n '/32-rocr-runtime: begin$/,$p' |
+	grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace|refcount_t:|list_(add|del) corruption|UBSAN|KASAN|\[sdma\]')
+if [ -z "$bad" ]; then
+	tap_ok "the kernel log has no WARN, BUG, Oops or SDMA fault"
+else
+	tap_not_ok "the kernel log has no WARN, BUG, Oops or SDMA fault" "$(echo "$bad" | head -n5)"
+fi
+tap_done
