@@ -7,9 +7,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
 total_passed=0 total_failed=0 total_skipped=0
-# Same node, other gpu_ids, process tree, -R, late failure, re-checkpoint, render-before-kfd, --stream, and
-# a short soak (the full one runs under 3.17.1; E2E_CYCLES=50 in make check-full).
-CRIU_SCENARIOS='e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/27-* e2e/28-* e2e/29-* e2e/32-* e2e/33-*'
+# Same node, other gpu_ids, process tree, -R, late failure, re-checkpoint, render-before-kfd, --stream,
+# a ROCm runtime process, and a short soak (the full one runs under 3.17.1; E2E_CYCLES=50 in
+# make check-full).
+CRIU_SCENARIOS='e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/27-* e2e/28-* e2e/29-* e2e/32-* e2e/33-* e2e/60-*'
 CRIU_CYCLES=4
 start=$(date +%s)
 

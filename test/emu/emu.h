@@ -512,6 +512,7 @@ void emu_queue_load_mqd(struct emu_queue *q);
 void emu_heartbeat_work(struct work_struct *work);
 bool emu_queue_is_active(struct emu_queue *q);
 bool emu_sdma_queues_run(struct emu_process *p);
+u64 emu_sdma_queue_pending(struct emu_queue *q);
 void emu_heartbeat_kick(struct emu_process *p);
 
 /* events */
@@ -544,6 +545,7 @@ void emu_access_fini(void);
 int emu_fault_init(const char *spec);
 void emu_fault_fini(void);
 int emu_fault_check(bool criu, unsigned int nr);
+u32 emu_fault_take_rptr_skew(void);
 int emu_fault_parse(const char *buf, size_t len);
 void emu_fault_show(struct seq_file *m);
 

@@ -229,7 +229,12 @@ static size_t emu_criu_save_queue(struct emu_queue *q, void *buf)
 {
 	struct emu_criu_queue_priv *qp = buf;
 	u32 ctl = emu_queue_saved_ctl_stack(q);
+	u64 pending = emu_sdma_queue_pending(q);
 
+	/* what a test of "checkpointed with work in flight" looks for */
+	if (pending)
+		pr_info(EMU_NAME ": [criu] CHECKPOINT: queue %u (GPU 0x%x) holds %llu bytes of packets not yet executed\n",
+			q->id, q->pdd->user_gpu_id, pending);
 	qp->object_type = EMU_CRIU_OBJ_QUEUE;
 	qp->q_address = q->ring_base;
 	qp->q_size = q->ring_size;
@@ -642,6 +647,8 @@ static int emu_restore_event(struct emu_process *p, struct emu_blob *bl)
 
 static int emu_restore_objects(struct emu_process *p, u32 num_objects, struct emu_blob *bl)
 {
+	const u32 skew = emu_fault_take_rptr_skew();
+	struct emu_queue *q;
 	const u32 *type;
 	u32 i;
 	int ret = 0;
@@ -662,6 +669,10 @@ static int emu_restore_objects(struct emu_process *p, u32 num_objects, struct em
 			ret = -EINVAL;
 		}
 	}
+	if (skew && !ret)
+		list_for_each_entry(q, &p->queues, link)
+			if (q->executing)
+				q->exec_rptr += skew;
 	return ret;
 }
 

@@ -5,6 +5,9 @@
  * A fault is armed with one line:
  *   ioctl <nr> <nth> <errno>   the nth call from now of KFD ioctl <nr> fails
  *   criu <op> <nth> <errno>    the nth call from now of CRIU op <op> fails
+ *   restore-rptr <bytes>       the next CRIU RESTORE puts the engine of every
+ *                              SDMA queue it restores <bytes> past its saved
+ *                              read pointer (a ring state restored wrong)
  *   clear                      disarm everything
  * A firing fault returns -errno before the operation does anything, and is
  * then disarmed.  Lines come from debugfs amdgpu_emu/fault or the fault=
@@ -31,6 +34,21 @@ struct emu_fault {
 
 static DEFINE_SPINLOCK(emu_fault_lock);
 static struct emu_fault emu_faults[EMU_MAX_FAULTS];
+static u32 emu_fault_rptr_skew;	/* under emu_fault_lock */
+
+/* The armed restore-rptr skew, disarming it; 0 if none. */
+u32 emu_fault_take_rptr_skew(void)
+{
+	u32 skew;
+
+	spin_lock(&emu_fault_lock);
+	skew = emu_fault_rptr_skew;
+	emu_fault_rptr_skew = 0;
+	spin_unlock(&emu_fault_lock);
+	if (skew)
+		pr_info(EMU_NAME ": injected restore-rptr fault: SDMA queues restored %u bytes off\n", skew);
+	return skew;
+}
 
 int emu_fault_check(bool criu, unsigned int nr)
 {
@@ -83,6 +101,7 @@ static void emu_fault_clear(void)
 {
 	spin_lock(&emu_fault_lock);
 	memset(emu_faults, 0, sizeof(emu_faults));
+	emu_fault_rptr_skew = 0;
 	spin_unlock(&emu_fault_lock);
 }
 
@@ -99,6 +118,15 @@ static int emu_fault_parse_line(char *line)
 		return 0;
 	if (!strcmp(line, "clear")) {
 		emu_fault_clear();
+		return 0;
+	}
+	n = 0;
+	if (sscanf(line, "restore-rptr %u %n", &nth, &n) == 1 && !line[n]) {
+		if (!nth || nth & 3)
+			return -EINVAL;
+		spin_lock(&emu_fault_lock);
+		emu_fault_rptr_skew = nth;
+		spin_unlock(&emu_fault_lock);
 		return 0;
 	}
 	n = 0;

@@ -97,6 +97,18 @@ static bool emu_sdma_queue_pass(struct emu_process *p, struct emu_queue *q)
 	return ret == -ENOSPC;
 }
 
+/* Bytes of packets @q holds that its engine has not executed; 0 if none or unknown. */
+u64 emu_sdma_queue_pending(struct emu_queue *q)
+{
+	struct emu_sdma_ctx x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
+	u64 wptr;
+
+	if (!emu_sdma_queue_type(q->type) || !x.vm ||
+	    emu_sdma_access(&x, q->wptr, &wptr, sizeof(wptr), false, 0) || wptr < q->exec_rptr)
+		return 0;
+	return wptr - q->exec_rptr;
+}
+
 /*
  * Run every SDMA queue of @p that has work; true if one stopped with more to
  * do.  Caller holds p->lock and has checked that the queues are active.
