@@ -4,10 +4,10 @@
 # `make demo`, the part that runs inside the test-bed guest (test/vm/demo.sh boots the guest and
 # runs this from the repo root): a ROCm process checkpointed on one node and restored on another.
 #
-#   1. the emulator comes up as a node with two MI210 GPUs;
-#   2. hsakmt_workload (real libhsakmt) fills DEMO_VRAM_MB MiB of VRAM per GPU (default 64), runs
-#      one AQL queue per GPU and verifies itself;
-#   3. criu dump (with our plugin) checkpoints it and kills it;
+#   1. the emulator comes up as a node with two MI210 GPUs, and ROCm's rocminfo lists them;
+#   2. rocr_workload (ROCm's runtime, unmodified) keeps DEMO_VRAM_MB MiB per GPU (default 64) in
+#      flight through its SDMA queues, host -> VRAM -> host, and verifies itself;
+#   3. criu dump (with our plugin) checkpoints it mid-copy and kills it;
 #   4. the emulator comes back as "another node": the same GPUs with other gpu_ids and render
 #      minors;
 #   5. criu restore brings the process back there; it verifies every byte and its queues run.
@@ -39,26 +39,30 @@ show_gpus() {
 
 [ -e "$EMU_KO" ] || die "the emulator is not built ($EMU_KO; make -C test/emu)"
 [ -n "$CRIU_LIBDIR" ] || die "the plugin is not built (make plugin)"
-[ -x test/e2e/bin/hsakmt_workload ] || die "the workloads are not built (make -C test/e2e)"
+[ -x test/e2e/bin/rocr_workload ] || die "the workloads are not built (make -C test/e2e; needs libhsa-runtime-dev)"
 
 step "Node 1: the emulator with two MI210 GPUs (preset 2xmi210; no real hardware)"
 emu_load preset=2xmi210 || die "cannot load the emulator"
 show_gpus
+echo "rocminfo (ROCm $(dpkg-query -W -f '${Version}' rocminfo 2>/dev/null)) sees:"
+timeout 120 rocminfo 2>&1 | awk '/^Agent [0-9]+/ { a = $1 " " $2 } /^  Name:/ { n = $2 } /^  Device Type:/ { printf "  %s: %s (%s)\n", a, n, $3 }'
 
-step "A ROCm process: hsakmt_workload (libhsakmt $(dpkg-query -W -f '${Version}' libhsakmt1 2>/dev/null)), $vram_mb MiB of VRAM per GPU"
-wl_start pid demo "$state" hsakmt_workload --vram-mb "$vram_mb" || die "the workload did not start"
-echo "pid $pid: $(grep -c '^bo ' "$state") buffers, $(state_vram_mib "$state") MiB of VRAM, $(grep -c '^queue ' "$state") AQL queues"
+step "A ROCm process: rocr_workload (libhsa-runtime64 $(dpkg-query -W -f '${Version}' libhsa-runtime64-1 2>/dev/null)), $vram_mb MiB per GPU in flight"
+wl_start pid demo "$state" rocr_workload --vram-mb "$vram_mb" || die "the workload did not start"
+echo "pid $pid: $(grep -c '^stream ' "$state") copy streams on $(sed -n 's/^gpus //p' "$state") GPUs, host -> VRAM -> host, round after round"
 line=$(wl_check "$pid" USR1 "$state" 120)
 echo "self-check: $line"
 [ "$line" = "VERIFY OK" ] || die "the workload does not verify before the dump"
 
 step "criu dump (plugin: $CRIU_LIBDIR/amdgpu_plugin.so)"
+echo "demo: dump" >/dev/kmsg
 t0=$EPOCHREALTIME
 criu_dump "$pid" "$imgs" --link-remap || die "criu dump failed; log: $CRIU_LAST_LOG"
 t_dump=$(elapsed "$t0")
 dump_log=$CRIU_LAST_LOG
 wait_for "! kill -0 $pid 2>/dev/null" 10 || die "pid $pid still runs after the dump"
 echo "checkpointed in $t_dump s; pid $pid is gone"
+dmesg | sed -n '/demo: dump$/,$p' | sed -n 's/.*\[criu\] CHECKPOINT: /  mid-copy: /p'
 
 step "Node 2: the emulator reloaded with other gpu_ids and render minors"
 emu_reload preset=2xmi210 gpu_ids=0x7a01,0x7a02 render_minor_base=140 || die "cannot reload the emulator"
