@@ -231,8 +231,18 @@ CopyStats GpuWorker::run()
 	stats.bytes = total_ = total;
 
 	if (dir_ == CopyDirection::from_image && total == 0) {
+		// Nothing to read, and older writers may omit the file. A stream still carries the
+		// (empty) image in its place: take it in turn, or the next GPU's would never come.
+		if (image_dir_.streamed()) {
+			turns_.wait(job_index_);
+			const std::string name = pages_image_name(kfd_id_, job_.image_gpu_id);
+			if (const auto empty = ImageReader::open_if_exists(image_dir_, name, 0);
+			    empty && empty->payload_size())
+				fail(-EINVAL, "image %s holds %llu bytes for a GPU with no BOs to restore",
+				     name.c_str(), static_cast<unsigned long long>(empty->payload_size()));
+		}
 		turns_.pass(job_index_);
-		return stats; // nothing to read: do not insist on a file older writers may omit
+		return stats;
 	}
 	if (total) {
 		dev_.emplace(job_.render_fd, job_.gpu_id);

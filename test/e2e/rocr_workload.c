@@ -54,6 +54,12 @@ struct stream {
 	atomic_uint_fast64_t rounds; /* completed and checked */
 	atomic_bool failed;
 	char failure[512];
+	/*
+	 * A wait that ran out of time: not a failure by itself (a checkpoint may
+	 * freeze the process mid-wait), only the reason a stream stopped.
+	 */
+	pthread_mutex_t stall_lock;
+	char stall[512];
 };
 
 struct workload {
@@ -180,14 +186,19 @@ static void stream_round(struct workload *w, struct stream *s, uint64_t round)
 	}
 	while ((v = hsa_signal_wait_scacquire(s->to_host, HSA_SIGNAL_CONDITION_LT, 1, ROUND_WAIT_NS,
 					      HSA_WAIT_STATE_BLOCKED)) != 0) {
-		stream_fail(s,
-			    "stream %u (GPU node %u) round %llu: copies not done after %llu s: host->VRAM signal %lld, "
-			    "VRAM->host signal %lld (its SDMA queue does not run)",
-			    s->index, s->gpu->node, (unsigned long long)round, ROUND_WAIT_NS / 1000000000ull,
-			    (long long)hsa_signal_load_relaxed(s->to_gpu), (long long)v);
+		pthread_mutex_lock(&s->stall_lock);
+		snprintf(s->stall, sizeof(s->stall),
+			 "round %llu not done after %llu s: host->VRAM signal %lld, VRAM->host signal %lld (its SDMA "
+			 "queue does not run)",
+			 (unsigned long long)round, ROUND_WAIT_NS / 1000000000ull,
+			 (long long)hsa_signal_load_relaxed(s->to_gpu), (long long)v);
+		pthread_mutex_unlock(&s->stall_lock);
 		if (atomic_load(&w->stop))
 			return;
 	}
+	pthread_mutex_lock(&s->stall_lock);
+	s->stall[0] = 0;
+	pthread_mutex_unlock(&s->stall_lock);
 	wl_report_init(&r);
 	if (!wl_check_pattern(&r, "copied back", s->back, s->bytes, seed, s->index))
 		stream_fail(s, "stream %u (GPU node %u) round %llu: %s", s->index, s->gpu->node,
@@ -224,12 +235,15 @@ static void await_rounds(struct workload *w, struct wl_report *r, const uint64_t
 
 		while (atomic_load(&s->rounds) < base[i] + more && now_ms() < end)
 			usleep(10000);
-		if (atomic_load(&s->rounds) >= base[i] + more)
+		if (atomic_load(&s->rounds) >= base[i] + more) {
 			wl_pass(r);
-		else
-			wl_fail(r, "stream %u (GPU node %u): %s: %llu of %llu rounds in %u ms", s->index, s->gpu->node,
-				why, (unsigned long long)(atomic_load(&s->rounds) - base[i]),
-				(unsigned long long)more, timeout_ms);
+			continue;
+		}
+		pthread_mutex_lock(&s->stall_lock);
+		wl_fail(r, "stream %u (GPU node %u): %s: %llu of %llu rounds in %u ms%s%s", s->index, s->gpu->node,
+			why, (unsigned long long)(atomic_load(&s->rounds) - base[i]), (unsigned long long)more,
+			timeout_ms, s->stall[0] ? "; " : "", s->stall);
+		pthread_mutex_unlock(&s->stall_lock);
 	}
 }
 
@@ -310,6 +324,7 @@ static int setup(struct workload *w)
 			hsa_agent_t both[2] = { w->gpus[g].agent, w->cpu };
 
 			s->index = w->n_streams++;
+			pthread_mutex_init(&s->stall_lock, NULL);
 			s->gpu = &w->gpus[g];
 			s->bytes = per_stream;
 			st = hsa_amd_memory_pool_allocate(w->sys, s->bytes, 0, &s->src);

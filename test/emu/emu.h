@@ -400,7 +400,7 @@ struct emu_queue {
 	u32 *cu_mask;
 	u64 heartbeats;
 	/* the engine's state for a user-mode SDMA queue (emu_sdma_queue.c) */
-	bool executing;			/* its write pointer has moved: no heartbeat */
+	bool executing;			/* its write pointer has moved at least once */
 	u64 exec_rptr;			/* bytes consumed, monotonic */
 	u32 polls;			/* failed polls of the packet it waits on */
 	u64 sdma_bytes;

@@ -3,11 +3,11 @@
  * amdgpu_emu: user mode queues and their heartbeat.
  *
  * A queue is its properties plus an MQD image.  User-mode SDMA queues run on
- * the emulated engine (emu_sdma_queue.c) once their write pointer moves; the
- * process's queue worker drives them.  So that "running" and "paused" can be
- * told apart from user space for every other queue, each active queue of a
- * process whose queues are not evicted that does not execute gets the 64-bit
- * value at its read pointer address incremented every heartbeat_ms.
+ * the emulated engine (emu_sdma_queue.c); the process's queue worker drives
+ * them.  Compute queues do not execute: so that "running" and "paused" can be
+ * told apart from user space, each active compute queue of a process whose
+ * queues are not evicted gets the 64-bit value at its read pointer address
+ * incremented every heartbeat_ms.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -475,7 +475,9 @@ void emu_heartbeat_work(struct work_struct *work)
 	beats = kcalloc(p->n_queues, sizeof(*beats), GFP_KERNEL);
 	if (beats) {
 		list_for_each_entry(q, &p->queues, link) {
-			if (!emu_queue_is_active(q) || !q->rptr || q->executing)
+			/* SDMA queues move their read pointer only by executing */
+			if (!emu_queue_is_active(q) || !q->rptr || q->type == KFD_IOC_QUEUE_TYPE_SDMA ||
+			    q->type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI)
 				continue;
 			beats[n].id = q->id;
 			beats[n].addr = q->rptr;

@@ -366,12 +366,12 @@ static int emu_sdma_timestamp(struct emu_sdma_ctx *x, const u32 *pkt)
 int emu_sdma_exec(struct emu_sdma_ctx *x, const u32 *buf, u32 ndw, u64 va,
 		  u32 *done, u64 budget)
 {
-	u64 until = x->bytes + budget;
+	const u64 from = x->bytes;
 	u32 i = 0, hdr, op, sub, n, len;
 	int ret = 0;
 
 	while (i < ndw) {
-		if (x->bytes >= until) {
+		if (x->bytes - from >= budget) {
 			ret = -ENOSPC;
 			break;
 		}

@@ -19,9 +19,8 @@
  * more than a ring ahead) stops the queue for good; the kernel log and
  * debugfs name it.
  *
- * A queue takes part once its write pointer first moves; until then it keeps
- * the heartbeat of emu_queue.c, which the synthetic workloads watch.  Passes
- * run under the process lock, so no queue is mid-packet when CRIU or an
+ * Unlike compute queues, SDMA queues get no heartbeat: like the hardware, an
+ * idle one leaves its read pointer alone.  Passes run under the process lock, so no queue is mid-packet when CRIU or an
  * eviction stops the process's queues, and the engine's read pointer travels
  * in the MQD image through checkpoint and restore.
  */
@@ -74,8 +73,10 @@ static bool emu_sdma_queue_pass(struct emu_process *p, struct emu_queue *q)
 	}
 
 	buf = kvmalloc(pending, GFP_KERNEL);
-	if (!buf)
-		return true;	/* try again next pass */
+	if (!buf) {
+		emu_sdma_queue_fault(p, q, "ring contents too large to fetch", q->ring_base);
+		return false;
+	}
 	at = q->exec_rptr & (q->ring_size - 1);
 	first = min(pending, q->ring_size - at);
 	ret = emu_sdma_access(&x, q->ring_base + at, buf, first, false, 0);
@@ -89,8 +90,10 @@ static bool emu_sdma_queue_pass(struct emu_process *p, struct emu_queue *q)
 	q->exec_rptr += done * 4ULL;
 	q->polls = x.polls;
 	q->sdma_bytes += x.bytes;
-	if (emu_sdma_access(&x, q->rptr, &q->exec_rptr, sizeof(q->exec_rptr), true, 0) && !ret)
-		ret = -EFAULT;
+	if (emu_sdma_access(&x, q->rptr, &q->exec_rptr, sizeof(q->exec_rptr), true, 0)) {
+		emu_sdma_queue_fault(p, q, "read pointer not writable", q->rptr);
+		return false;
+	}
 	if (ret == -EFAULT)
 		emu_sdma_queue_fault(p, q, x.fault ? x.fault : "read pointer not writable",
 				     x.fault ? x.fault_va : q->rptr);
