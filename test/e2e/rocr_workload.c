@@ -3,13 +3,22 @@
  * rocr_workload: a GPU process written against ROCm's runtime (the HSA API of
  * Debian's libhsa-runtime64 5.2.3), with copies always in flight.
  *
- * Per GPU, two streams, each on a thread of its own, copy round after round:
- * a pattern host->VRAM, then VRAM->host held by the first copy's signal and by
- * a gate signal the host opens GATE_MS later, both submitted at once: for most
- * of a round the runtime's SDMA queue holds the second copy behind a
- * POLL_REGMEM.  The host waits in blocked mode (an interrupt signal: KFD
- * event) and checks every byte.  A checkpoint therefore finds queues with work
- * queued, and after a restore that work must complete and new rounds run.
+ * Per GPU, two streams, each on a thread of its own with an AQL queue of its
+ * own, run round after round, everything of a round submitted at once:
+ *
+ *   host -> VRAM            one copy                          signal to_gpu
+ *   VRAM -> VRAM            CHUNK-sized copies after to_gpu   signal on_gpu (one count per chunk)
+ *   barrier-AND packet      on the AQL queue: on_gpu and gate signal checked
+ *   VRAM -> host            one copy after checked            signal to_host
+ *
+ * The host opens the gate GATE_MS later: for most of a round the AQL queue
+ * holds the barrier and the runtime's SDMA queue holds the last copy behind a
+ * POLL_REGMEM.  The VRAM->VRAM chunks stay below ROCr's HSA_FORCE_SDMA_SIZE
+ * (1 MiB), so the runtime puts them on SDMA rather than on a blit kernel the
+ * emulated GPU cannot run.  The host waits in blocked mode (an interrupt
+ * signal: KFD event) and checks every byte.  A checkpoint therefore finds
+ * queues with work queued, and after a restore that work must complete and
+ * new rounds run.
  *
  * The contract with the scenarios is the other workloads' (test/e2e/README.md):
  * READY, SIGUSR1 -> <state>.verify (every stream completes two more rounds
@@ -22,7 +31,10 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
+#include "hsa_aql.h"
+
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -35,6 +47,8 @@
 #define VERIFY_ROUNDS	2
 #define VERIFY_WAIT_MS	30000
 #define GATE_MS		100
+#define CHUNK		(512u << 10)	/* VRAM->VRAM copies stay on SDMA below 1 MiB */
+#define QUEUE_PACKETS	64
 
 struct gpu {
 	hsa_agent_t agent;
@@ -47,8 +61,9 @@ struct stream {
 	unsigned int index;
 	struct gpu *gpu;
 	size_t bytes;
-	void *src, *vram, *back;
-	hsa_signal_t to_gpu, to_host, gate;
+	void *src, *vram, *vram2, *back;
+	hsa_queue_t *queue;
+	hsa_signal_t to_gpu, on_gpu, gate, checked, to_host;
 	pthread_t thread;
 	bool started;
 	atomic_uint_fast64_t rounds; /* completed and checked */
@@ -155,44 +170,71 @@ static void stream_fail(struct stream *s, const char *fmt, ...)
 	atomic_store(&s->failed, true);
 }
 
-/* One round: pattern host->VRAM->host, the second copy held by the first's signal. */
+/* Where a round that does not finish is stuck, for the stall message. */
+static void describe_stall(struct stream *s, uint64_t round, hsa_signal_value_t to_host)
+{
+	pthread_mutex_lock(&s->stall_lock);
+	snprintf(s->stall, sizeof(s->stall),
+		 "round %llu not done after %llu s: host->VRAM signal %lld, VRAM->VRAM chunks left %lld, barrier signal "
+		 "%lld (AQL queue %" PRIu64 ", read index %" PRIu64 " of %" PRIu64 "), VRAM->host signal %lld (a queue "
+		 "does not run)",
+		 (unsigned long long)round, ROUND_WAIT_NS / 1000000000ull, (long long)hsa_signal_load_relaxed(s->to_gpu),
+		 (long long)hsa_signal_load_relaxed(s->on_gpu), (long long)hsa_signal_load_relaxed(s->checked),
+		 s->queue->id, hsa_queue_load_read_index_relaxed(s->queue), hsa_queue_load_write_index_relaxed(s->queue),
+		 (long long)to_host);
+	pthread_mutex_unlock(&s->stall_lock);
+}
+
+/* Submits the copies and the barrier of a round; the first failure, or HSA_STATUS_SUCCESS. */
+static hsa_status_t submit_round(struct workload *w, struct stream *s, const char **what)
+{
+	const size_t chunks = (s->bytes + CHUNK - 1) / CHUNK;
+	hsa_signal_t gated[2] = { s->on_gpu, s->gate };
+	hsa_status_t st;
+
+	hsa_signal_store_screlease(s->to_gpu, 1);
+	hsa_signal_store_screlease(s->on_gpu, (hsa_signal_value_t)chunks);
+	hsa_signal_store_screlease(s->gate, 1);
+	hsa_signal_store_screlease(s->checked, 1);
+	hsa_signal_store_screlease(s->to_host, 1);
+	*what = "host->VRAM copy";
+	st = hsa_amd_memory_async_copy(s->vram, s->gpu->agent, s->src, w->cpu, s->bytes, 0, NULL, s->to_gpu);
+	*what = "VRAM->VRAM copy";
+	for (size_t at = 0; at < s->bytes && st == HSA_STATUS_SUCCESS; at += CHUNK)
+		st = hsa_amd_memory_async_copy((char *)s->vram2 + at, s->gpu->agent, (char *)s->vram + at,
+					       s->gpu->agent, s->bytes - at < CHUNK ? s->bytes - at : CHUNK, 1,
+					       &s->to_gpu, s->on_gpu);
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
+	aql_submit_barrier(s->queue, HSA_PACKET_TYPE_BARRIER_AND, gated, 2, s->checked);
+	*what = "VRAM->host copy";
+	return hsa_amd_memory_async_copy(s->back, w->cpu, s->vram2, s->gpu->agent, s->bytes, 1, &s->checked,
+					 s->to_host);
+}
+
+/* One round: pattern host->VRAM->VRAM->host, see the top of the file. */
 static void stream_round(struct workload *w, struct stream *s, uint64_t round)
 {
 	const uint64_t seed = round + 1;
 	hsa_signal_value_t v;
+	const char *what;
 	hsa_status_t st;
 	struct wl_report r;
 
 	wl_fill(s->src, s->bytes, seed, s->index);
 	memset(s->back, 0, s->bytes);
-	hsa_signal_t deps[2] = { s->to_gpu, s->gate };
-
-	hsa_signal_store_screlease(s->to_gpu, 1);
-	hsa_signal_store_screlease(s->to_host, 1);
-	hsa_signal_store_screlease(s->gate, 1);
-	st = hsa_amd_memory_async_copy(s->vram, s->gpu->agent, s->src, w->cpu, s->bytes, 0, NULL, s->to_gpu);
-	if (st == HSA_STATUS_SUCCESS)
-		st = hsa_amd_memory_async_copy(s->back, w->cpu, s->vram, s->gpu->agent, s->bytes, 2, deps,
-					       s->to_host);
-	if (st == HSA_STATUS_SUCCESS) {
-		usleep(GATE_MS * 1000);
-		hsa_signal_store_screlease(s->gate, 0);
-	}
+	st = submit_round(w, s, &what);
 	if (st != HSA_STATUS_SUCCESS) {
-		stream_fail(s, "stream %u (GPU node %u) round %llu: hsa_amd_memory_async_copy: %s", s->index,
-			    s->gpu->node, (unsigned long long)round, status_text(st));
+		stream_fail(s, "stream %u (GPU node %u) round %llu: %s: %s", s->index, s->gpu->node,
+			    (unsigned long long)round, what, status_text(st));
 		sleep(1);
 		return;
 	}
+	usleep(GATE_MS * 1000);
+	hsa_signal_store_screlease(s->gate, 0);
 	while ((v = hsa_signal_wait_scacquire(s->to_host, HSA_SIGNAL_CONDITION_LT, 1, ROUND_WAIT_NS,
 					      HSA_WAIT_STATE_BLOCKED)) != 0) {
-		pthread_mutex_lock(&s->stall_lock);
-		snprintf(s->stall, sizeof(s->stall),
-			 "round %llu not done after %llu s: host->VRAM signal %lld, VRAM->host signal %lld (its SDMA "
-			 "queue does not run)",
-			 (unsigned long long)round, ROUND_WAIT_NS / 1000000000ull,
-			 (long long)hsa_signal_load_relaxed(s->to_gpu), (long long)v);
-		pthread_mutex_unlock(&s->stall_lock);
+		describe_stall(s, round, v);
 		if (atomic_load(&w->stop))
 			return;
 	}
@@ -205,6 +247,15 @@ static void stream_round(struct workload *w, struct stream *s, uint64_t round)
 			    (unsigned long long)round, r.first);
 	wl_report_free(&r);
 	atomic_fetch_add(&s->rounds, 1);
+}
+
+/* The runtime's report of a queue error (here: a packet the emulated GPU cannot run). */
+static void on_queue_error(hsa_status_t status, hsa_queue_t *q, void *data)
+{
+	struct stream *s = data;
+
+	stream_fail(s, "stream %u (GPU node %u): AQL queue %" PRIu64 " error: %s", s->index, s->gpu->node, q->id,
+		    status_text(status));
 }
 
 struct stream_arg {
@@ -285,12 +336,17 @@ static void teardown(void *ctx)
 
 		if (s->started)
 			pthread_join(s->thread, NULL);
+		if (s->queue)
+			hsa_queue_destroy(s->queue);
 		hsa_signal_destroy(s->to_gpu);
-		hsa_signal_destroy(s->to_host);
+		hsa_signal_destroy(s->on_gpu);
 		hsa_signal_destroy(s->gate);
+		hsa_signal_destroy(s->checked);
+		hsa_signal_destroy(s->to_host);
 		hsa_amd_memory_pool_free(s->src);
 		hsa_amd_memory_pool_free(s->back);
 		hsa_amd_memory_pool_free(s->vram);
+		hsa_amd_memory_pool_free(s->vram2);
 	}
 	hsa_shut_down();
 }
@@ -333,15 +389,24 @@ static int setup(struct workload *w)
 			if (st == HSA_STATUS_SUCCESS)
 				st = hsa_amd_memory_pool_allocate(w->gpus[g].vram, s->bytes, 0, &s->vram);
 			if (st == HSA_STATUS_SUCCESS)
+				st = hsa_amd_memory_pool_allocate(w->gpus[g].vram, s->bytes, 0, &s->vram2);
+			if (st == HSA_STATUS_SUCCESS)
 				st = hsa_amd_agents_allow_access(2, both, NULL, s->src);
 			if (st == HSA_STATUS_SUCCESS)
 				st = hsa_amd_agents_allow_access(2, both, NULL, s->back);
 			if (st == HSA_STATUS_SUCCESS)
 				st = hsa_signal_create(1, 0, NULL, &s->to_gpu);
 			if (st == HSA_STATUS_SUCCESS)
-				st = hsa_signal_create(1, 0, NULL, &s->to_host);
+				st = hsa_signal_create(1, 0, NULL, &s->on_gpu);
 			if (st == HSA_STATUS_SUCCESS)
 				st = hsa_signal_create(1, 0, NULL, &s->gate);
+			if (st == HSA_STATUS_SUCCESS)
+				st = hsa_signal_create(1, 0, NULL, &s->checked);
+			if (st == HSA_STATUS_SUCCESS)
+				st = hsa_signal_create(1, 0, NULL, &s->to_host);
+			if (st == HSA_STATUS_SUCCESS)
+				st = hsa_queue_create(s->gpu->agent, QUEUE_PACKETS, HSA_QUEUE_TYPE_SINGLE, on_queue_error, s,
+						      UINT32_MAX, UINT32_MAX, &s->queue);
 			if (st != HSA_STATUS_SUCCESS) {
 				wl_err("stream %u (GPU node %u, %zu bytes): %s", s->index, s->gpu->node, s->bytes,
 				       status_text(st));
@@ -384,8 +449,8 @@ static int write_state(struct workload *w)
 	for (unsigned int i = 0; i < w->n_streams; i++) {
 		const struct stream *s = &w->streams[i];
 
-		fprintf(f, "stream %u node %u bytes 0x%zx src %p vram %p back %p\n", s->index, s->gpu->node,
-			s->bytes, s->src, s->vram, s->back);
+		fprintf(f, "stream %u node %u bytes 0x%zx src %p vram %p vram2 %p back %p queue %" PRIu64 "\n",
+			s->index, s->gpu->node, s->bytes, s->src, s->vram, s->vram2, s->back, s->queue->id);
 	}
 	fprintf(f, "ready\n");
 	if (wl_state_commit(f, tmp, w->opts.state)) {

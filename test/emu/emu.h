@@ -331,6 +331,7 @@ int emu_sdma_exec(struct emu_sdma_ctx *x, const u32 *buf, u32 ndw, u64 va,
 int emu_sdma_access(struct emu_sdma_ctx *x, u64 va, void *buf, u64 len,
 		    bool to_gpu, u32 pattern);
 int emu_sdma_fault(struct emu_sdma_ctx *x, u64 va, const char *what);
+int emu_gpu_atomic_add64(struct emu_sdma_ctx *x, u64 va, s64 delta);
 u64 emu_gpu_clock_counter(void);
 void emu_sdma_fini(struct emu_gpu *gpu);
 
@@ -377,6 +378,12 @@ struct emu_pdd {
 	u64 alt_base, alt_size;
 };
 
+/* What the packet processor makes of a compute AQL queue */
+enum emu_aql_kind {
+	EMU_AQL_RUNTIME = 1,		/* has an amd_queue_t: its packets run */
+	EMU_AQL_BARE,			/* bare pointers: the heartbeat's */
+};
+
 struct emu_queue {
 	struct list_head link;
 	struct emu_pdd *pdd;
@@ -404,6 +411,9 @@ struct emu_queue {
 	u64 exec_rptr;			/* bytes consumed, monotonic */
 	u32 polls;			/* failed polls of the packet it waits on */
 	u64 sdma_bytes;
+	/* an AQL queue's packet processor (emu_aql_queue.c); exec_rptr counts its bytes */
+	u8 aql_kind;			/* EMU_AQL_*: 0 until its first pass */
+	u64 aql_packets;
 	const char *fault;		/* stopped for good */
 	u64 fault_va;
 	u32 mqd_size;
@@ -513,6 +523,9 @@ void emu_heartbeat_work(struct work_struct *work);
 bool emu_queue_is_active(struct emu_queue *q);
 bool emu_sdma_queues_run(struct emu_process *p);
 u64 emu_sdma_queue_pending(struct emu_queue *q);
+bool emu_aql_queues_run(struct emu_process *p);
+bool emu_aql_queue_runs(struct emu_queue *q);
+u64 emu_aql_queue_pending(struct emu_queue *q);
 void emu_heartbeat_kick(struct emu_process *p);
 
 /* events */

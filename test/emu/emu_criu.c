@@ -230,11 +230,15 @@ static size_t emu_criu_save_queue(struct emu_queue *q, void *buf)
 	struct emu_criu_queue_priv *qp = buf;
 	u32 ctl = emu_queue_saved_ctl_stack(q);
 	u64 pending = emu_sdma_queue_pending(q);
+	u64 packets = emu_aql_queue_pending(q);
 
 	/* what a test of "checkpointed with work in flight" looks for */
 	if (pending)
 		pr_info(EMU_NAME ": [criu] CHECKPOINT: queue %u (GPU 0x%x) holds %llu bytes of packets not yet executed\n",
 			q->id, q->pdd->user_gpu_id, pending);
+	if (packets)
+		pr_info(EMU_NAME ": [criu] CHECKPOINT: queue %u (GPU 0x%x) holds %llu AQL packets not yet processed\n",
+			q->id, q->pdd->user_gpu_id, packets);
 	qp->object_type = EMU_CRIU_OBJ_QUEUE;
 	qp->q_address = q->ring_base;
 	qp->q_size = q->ring_size;

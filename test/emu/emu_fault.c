@@ -46,7 +46,7 @@ u32 emu_fault_take_rptr_skew(void)
 	emu_fault_rptr_skew = 0;
 	spin_unlock(&emu_fault_lock);
 	if (skew)
-		pr_info(EMU_NAME ": injected restore-rptr fault: SDMA queues restored %u bytes off\n", skew);
+		pr_info(EMU_NAME ": injected restore-rptr fault: executing queues restored %u bytes off\n", skew);
 	return skew;
 }
 

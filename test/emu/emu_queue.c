@@ -3,11 +3,12 @@
  * amdgpu_emu: user mode queues and their heartbeat.
  *
  * A queue is its properties plus an MQD image.  User-mode SDMA queues run on
- * the emulated engine (emu_sdma_queue.c); the process's queue worker drives
- * them.  Compute queues do not execute: so that "running" and "paused" can be
- * told apart from user space, each active compute queue of a process whose
- * queues are not evicted gets the 64-bit value at its read pointer address
- * incremented every heartbeat_ms.
+ * the emulated engine (emu_sdma_queue.c), a runtime's AQL queues on the
+ * packet processor (emu_aql_queue.c); the process's queue worker drives both.
+ * Other compute queues (bare pointers, PM4) do not execute: so that "running"
+ * and "paused" can be told apart from user space, each active one of a
+ * process whose queues are not evicted gets the 64-bit value at its read
+ * pointer address incremented every heartbeat_ms.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -472,12 +473,13 @@ void emu_heartbeat_work(struct work_struct *work)
 		return;
 	}
 	more = emu_sdma_queues_run(p);
+	more |= emu_aql_queues_run(p);
 	beats = kcalloc(p->n_queues, sizeof(*beats), GFP_KERNEL);
 	if (beats) {
 		list_for_each_entry(q, &p->queues, link) {
-			/* SDMA queues move their read pointer only by executing */
+			/* queues that execute move their read pointer only by executing */
 			if (!emu_queue_is_active(q) || !q->rptr || q->type == KFD_IOC_QUEUE_TYPE_SDMA ||
-			    q->type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI)
+			    q->type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI || emu_aql_queue_runs(q))
 				continue;
 			beats[n].id = q->id;
 			beats[n].addr = q->rptr;

@@ -340,6 +340,21 @@ static int emu_sdma_atomic(struct emu_sdma_ctx *x, const u32 *pkt)
 	return ret;
 }
 
+/* A 64-bit atomic add at @va, as the command processor decrements a signal. */
+int emu_gpu_atomic_add64(struct emu_sdma_ctx *x, u64 va, s64 delta)
+{
+	struct emu_vm_seg seg = {};
+	atomic64_t *v;
+
+	v = (atomic64_t *)emu_sdma_map_u64(x, va, true, &seg);
+	if (v) {
+		atomic64_add(delta, v);
+		kunmap_local(v);
+	}
+	emu_seg_put(&seg);
+	return v ? 0 : -EFAULT;
+}
+
 /* TIMESTAMP GET and GET_GLOBAL: the GPU clock KFD's GET_CLOCK_COUNTERS reports. */
 static int emu_sdma_timestamp(struct emu_sdma_ctx *x, const u32 *pkt)
 {

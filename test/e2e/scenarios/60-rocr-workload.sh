@@ -1,18 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# A process of ROCm's runtime (rocr_workload: libhsa-runtime64 5.2.3, SDMA copies always in
-# flight on two streams per GPU, each round's second copy queued behind a signal the host opens
-# 100 ms later) under criu: the checkpoint catches SDMA queues holding packets not yet executed
+# A process of ROCm's runtime (rocr_workload: libhsa-runtime64 5.2.3, two streams per GPU, each
+# round host->VRAM->VRAM->host on SDMA with a barrier-AND packet on the stream's AQL queue between
+# the last two, held by a signal the host opens 100 ms later) under criu: the checkpoint catches
+# SDMA queues holding packets not yet executed and AQL queues holding barriers not yet processed
 # (the emulator says so at CHECKPOINT). Then:
 #  - restored on the same node: the pending copies complete, new rounds run, every byte of every
 #    round matches, blocked waits wake; the task is the one that was dumped;
 #  - dumped again and restored after a reload with other gpu_ids and render minors: the same;
 #  - dump -R: the task runs on, its copies too.
 # And a restore that gets a queue's ring state wrong is caught: with the emulator's restore-rptr
-# fault the restored SDMA queues start a ring past their saved read pointer; the emulator stops
-# them (a write pointer behind the read pointer), and the workload's verification fails within
-# 30 s, naming each stream whose copies no longer complete.
+# fault the restored SDMA and AQL queues start a ring past their saved read pointer; the emulator
+# stops them (a write pointer behind the read pointer), and the workload's verification fails
+# within 30 s, naming a stream whose copies no longer complete or whose AQL queue reported the
+# error.
 # timeout: 600
 . test/vm/lib.sh
 . test/e2e/lib.sh
@@ -24,12 +26,14 @@ img=/tmp/img-60
 
 # tap_pending_at_checkpoint <name> <dmesg mark>: the emulator saw queued packets at CHECKPOINT
 tap_pending_at_checkpoint() {
-	local seen
+	local seen aql
 	seen=$(dmesg | sed -n "\\|$2\$|,\$p" | grep -c 'CHECKPOINT: queue .* holds [0-9]* bytes of packets not yet executed')
-	if [ "$seen" -gt 0 ]; then
-		tap_ok "$1: checkpointed with work in flight ($seen SDMA queue(s) holding packets)"
+	aql=$(dmesg | sed -n "\\|$2\$|,\$p" | grep -c 'CHECKPOINT: queue .* holds [0-9]* AQL packets not yet processed')
+	if [ "$seen" -gt 0 ] && [ "$aql" -gt 0 ]; then
+		tap_ok "$1: checkpointed with work in flight ($seen SDMA queue(s) holding packets, $aql AQL queue(s))"
 	else
-		tap_not_ok "$1: checkpointed with work in flight" "no queue held unexecuted packets at CHECKPOINT"
+		tap_not_ok "$1: checkpointed with work in flight" \
+			"at CHECKPOINT $seen SDMA queue(s) held unexecuted packets, $aql AQL queue(s) unprocessed ones"
 	fi
 }
 
@@ -73,17 +77,21 @@ echo "restore-rptr 1048576" >"$EMU_DEBUGFS/fault"
 dmesg_mark "e2e-60: faulty restore"
 if wl_restore "$img"; then
 	line=$(wl_ask "$pid" "$state" verify)
-	if [ "${line#VERIFY FAIL: stream }" != "$line" ] && grep -q 'its SDMA queue does not run' "$state.verify"; then
+	if [ "${line#VERIFY FAIL: stream }" != "$line" ] &&
+		grep -qE 'a queue does not run|AQL queue [0-9]+ error' "$state.verify"; then
 		tap_ok "rocr: a restored queue that does not run fails verification, naming the stream ($line)"
 	else
 		tap_not_ok "rocr: a restored queue that does not run fails verification, naming the stream" "$line"
 		[ ! -s "$state.verify" ] || sed 's/^/#   /' "$state.verify" | head -n 6
 	fi
-	if dmesg | sed -n '\|e2e-60: faulty restore$|,$p' | grep -q '\[sdma\] pid [0-9]* queue [0-9]* (GPU [0-9]*): write pointer not within one ring of the read pointer'; then
-		tap_ok "rocr: the emulator names the queue it stopped"
-	else
-		tap_not_ok "rocr: the emulator names the queue it stopped" "no [sdma] queue fault in the kernel log"
-	fi
+	for kind in 'sdma\] .*write pointer' 'aql\] .*write index'; do
+		if dmesg | sed -n '\|e2e-60: faulty restore$|,$p' |
+			grep -q "\[$kind not within one ring of the read"; then
+			tap_ok "rocr: the emulator names the ${kind%%\\*} queue it stopped"
+		else
+			tap_not_ok "rocr: the emulator names the ${kind%%\\*} queue it stopped" "no such queue fault in the kernel log"
+		fi
+	done
 else
 	tap_not_ok "rocr: criu restore (ring state injected wrong)" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
 fi

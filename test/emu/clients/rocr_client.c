@@ -7,23 +7,39 @@
  * copies with hsa_amd_memory_async_copy, each completing through an interrupt
  * signal waited on in blocked mode (the SDMA engine decrements the signal and
  * raises the KFD event behind it); a second copy that depends on the first's
- * signal (the engine polls it); every byte compared.  Every wait has a time
- * limit, so a queue that never runs fails with a message naming the copy,
- * never hangs.
+ * signal (the engine polls it); VRAM->VRAM copies on one GPU in chunks below
+ * ROCr's SDMA threshold and, with two GPUs, from one GPU's VRAM to the other's;
+ * every byte compared.
+ *
+ * Then AQL queues of the GPU's packet processor: barrier-AND and barrier-OR
+ * packets wait for their dependency signals and complete through interrupt
+ * signals (a blocked waiter wakes within a second of a 20 s limit), a chain of
+ * barriers runs in order, and a kernel dispatch, which the emulated GPU cannot
+ * execute, reaches the queue's error callback as an illegal instruction
+ * instead of leaving its waiter hanging.
+ *
+ * Every wait has a time limit, so a queue that never runs fails with a
+ * message naming the step, never hangs.
  *
  *   rocr_client [--mib N]
  */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
+#include "hsa_aql.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_GPUS 8
 #define WAIT_NS (20ull * 1000 * 1000 * 1000)
+#define SETTLE_NS (200ull * 1000 * 1000)
+#define CHUNK (512u << 10) /* below ROCr's HSA_FORCE_SDMA_SIZE: same-GPU copies stay on SDMA */
+#define CHAIN 100
 
 struct gpu {
 	hsa_agent_t agent;
@@ -131,6 +147,36 @@ static void fill(uint8_t *p, size_t n, unsigned int seed)
 	}
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* @bytes from @src to @dst in CHUNK pieces, each after the previous one; 0 once all arrived */
+static hsa_signal_value_t copy_chunked(void *dst, hsa_agent_t dst_agent, const void *src, hsa_agent_t src_agent,
+				       size_t bytes)
+{
+	hsa_signal_t done;
+	hsa_signal_value_t v = 0;
+
+	hsa_signal_create(1, 0, NULL, &done);
+	for (size_t at = 0; at < bytes && v == 0; at += CHUNK) {
+		size_t n = bytes - at < CHUNK ? bytes - at : CHUNK;
+
+		hsa_signal_store_screlease(done, 1);
+		if (hsa_amd_memory_async_copy((char *)dst + at, dst_agent, (const char *)src + at, src_agent, n, 0,
+					      NULL, done) != HSA_STATUS_SUCCESS)
+			v = -1;
+		else
+			v = wait_done(done);
+	}
+	hsa_signal_destroy(done);
+	return v;
+}
+
 static void check_gpu(struct gpu *g, size_t bytes)
 {
 	hsa_agent_t both[2] = { g->agent, cpu };
@@ -179,12 +225,173 @@ static void check_gpu(struct gpu *g, size_t bytes)
 	ok(v == 0, "GPU node %u: ... and runs once the dependency is met (signal %" PRId64 ")", g->id, (int64_t)v);
 	ok(v == 0 && !memcmp(src, back, bytes), "GPU node %u: host->VRAM->host: every byte back", g->id);
 
+	memset(back, 0, bytes);
+	v = copy_chunked(vram2, g->agent, vram, g->agent, bytes);
+	v = v ? v : copy_chunked(back, cpu, vram2, g->agent, bytes);
+	ok(v == 0 && !memcmp(src, back, bytes), "GPU node %u: VRAM->VRAM in %u KiB copies, then to the host: every byte (%" PRId64 ")",
+	   g->id, CHUNK >> 10, (int64_t)v);
+
 	hsa_signal_destroy(first);
 	hsa_signal_destroy(second);
 	hsa_amd_memory_pool_free(src);
 	hsa_amd_memory_pool_free(back);
 	hsa_amd_memory_pool_free(vram);
 	hsa_amd_memory_pool_free(vram2);
+}
+
+/* GPU @a's VRAM to GPU @b's, then to the host. */
+static void check_peer(struct gpu *a, struct gpu *b, size_t bytes)
+{
+	void *src = NULL, *va = NULL, *vb = NULL, *back = NULL;
+	hsa_agent_t both[2] = { a->agent, b->agent };
+	hsa_agent_t all[3] = { a->agent, b->agent, cpu };
+	hsa_signal_value_t v;
+	hsa_status_t s;
+
+	s = hsa_amd_memory_pool_allocate(sys_pool, bytes, 0, &src);
+	if (s == HSA_STATUS_SUCCESS)
+		s = hsa_amd_memory_pool_allocate(sys_pool, bytes, 0, &back);
+	if (s == HSA_STATUS_SUCCESS)
+		s = hsa_amd_memory_pool_allocate(a->vram, bytes, 0, &va);
+	if (s == HSA_STATUS_SUCCESS)
+		s = hsa_amd_memory_pool_allocate(b->vram, bytes, 0, &vb);
+	if (s == HSA_STATUS_SUCCESS)
+		s = hsa_amd_agents_allow_access(2, both, NULL, va);
+	if (s == HSA_STATUS_SUCCESS)
+		s = hsa_amd_agents_allow_access(2, both, NULL, vb);
+	if (s == HSA_STATUS_SUCCESS)
+		s = hsa_amd_agents_allow_access(3, all, NULL, src);
+	if (s == HSA_STATUS_SUCCESS)
+		s = hsa_amd_agents_allow_access(3, all, NULL, back);
+	ok(s == HSA_STATUS_SUCCESS, "GPU nodes %u and %u: VRAM on both, each visible to the other: %s", a->id, b->id,
+	   status_text(s));
+	if (s == HSA_STATUS_SUCCESS) {
+		fill(src, bytes, a->id * 31 + b->id);
+		memset(back, 0, bytes);
+		v = copy_chunked(va, a->agent, src, cpu, bytes);
+		v = v ? v : copy_chunked(vb, b->agent, va, a->agent, bytes);
+		v = v ? v : copy_chunked(back, cpu, vb, b->agent, bytes);
+		ok(v == 0 && !memcmp(src, back, bytes),
+		   "GPU node %u VRAM -> GPU node %u VRAM -> host: every byte (%" PRId64 ")", a->id, b->id, (int64_t)v);
+	}
+	hsa_amd_memory_pool_free(src);
+	hsa_amd_memory_pool_free(back);
+	hsa_amd_memory_pool_free(va);
+	hsa_amd_memory_pool_free(vb);
+}
+
+/* ---- AQL queues ---------------------------------------------------------------------------- */
+
+struct queue_error {
+	volatile int seen;
+	volatile hsa_status_t status;
+};
+
+static void on_queue_error(hsa_status_t status, hsa_queue_t *q, void *data)
+{
+	struct queue_error *e = data;
+
+	(void)q;
+	e->status = status;
+	__atomic_store_n(&e->seen, 1, __ATOMIC_RELEASE);
+}
+
+static void check_barriers(struct gpu *g, hsa_queue_t *q)
+{
+	hsa_signal_t dep[2], done, chain[CHAIN];
+	hsa_signal_value_t v;
+	uint64_t index;
+	double t;
+	int bad = 0;
+
+	hsa_signal_create(1, 0, NULL, &dep[0]);
+	hsa_signal_create(1, 0, NULL, &dep[1]);
+	hsa_signal_create(1, 0, NULL, &done);
+
+	index = aql_submit_barrier(q, HSA_PACKET_TYPE_BARRIER_AND, dep, 2, done);
+	v = hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, SETTLE_NS, HSA_WAIT_STATE_BLOCKED);
+	hsa_signal_store_screlease(dep[0], 0);
+	v += hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, SETTLE_NS, HSA_WAIT_STATE_BLOCKED);
+	ok(v == 2 && hsa_queue_load_read_index_scacquire(q) == index,
+	   "GPU node %u: a barrier-AND waits while one of its two dependencies is still set (read index %" PRIu64 ")",
+	   g->id, hsa_queue_load_read_index_scacquire(q));
+	t = now_s();
+	hsa_signal_store_screlease(dep[1], 0);
+	v = wait_done(done);
+	t = now_s() - t;
+	ok(v == 0 && t < 2, "GPU node %u: ... completes once both are 0; its interrupt signal wakes the blocked waiter in %.3f s",
+	   g->id, t);
+	ok(hsa_queue_load_read_index_scacquire(q) == index + 1, "GPU node %u: ... and the read index moves past it (%" PRIu64 ")",
+	   g->id, hsa_queue_load_read_index_scacquire(q));
+
+	hsa_signal_store_screlease(dep[0], 1);
+	hsa_signal_store_screlease(dep[1], 1);
+	hsa_signal_store_screlease(done, 1);
+	aql_submit_barrier(q, HSA_PACKET_TYPE_BARRIER_OR, dep, 2, done);
+	v = hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, SETTLE_NS, HSA_WAIT_STATE_BLOCKED);
+	hsa_signal_store_screlease(dep[1], 0);
+	v += wait_done(done);
+	ok(v == 1, "GPU node %u: a barrier-OR waits for either dependency and completes on the second", g->id);
+
+	for (int i = 0; i < CHAIN; i++) {
+		hsa_signal_create(1, 0, NULL, &chain[i]);
+		aql_submit_barrier(q, HSA_PACKET_TYPE_BARRIER_AND, i ? &chain[i - 1] : NULL, i ? 1 : 0, chain[i]);
+	}
+	v = wait_done(chain[CHAIN - 1]);
+	for (int i = 0; i < CHAIN; i++) {
+		bad += hsa_signal_load_scacquire(chain[i]) != 0;
+		hsa_signal_destroy(chain[i]);
+	}
+	ok(v == 0 && !bad, "GPU node %u: a chain of %d barriers, each on the one before, completes in order (%d left)",
+	   g->id, CHAIN, bad);
+
+	hsa_signal_destroy(dep[0]);
+	hsa_signal_destroy(dep[1]);
+	hsa_signal_destroy(done);
+}
+
+/* A kernel dispatch cannot run here: the queue must say so through its error callback. */
+static void check_dispatch(struct gpu *g, hsa_queue_t *q, struct queue_error *e)
+{
+	hsa_kernel_dispatch_packet_t d = { 0 };
+	hsa_signal_t done;
+	double t0 = now_s();
+
+	hsa_signal_create(1, 0, NULL, &done);
+	d.workgroup_size_x = d.workgroup_size_y = d.workgroup_size_z = 1;
+	d.grid_size_x = d.grid_size_y = d.grid_size_z = 1;
+	d.kernel_object = 0x1000;
+	d.completion_signal = done;
+	aql_submit(q, &d, aql_header(HSA_PACKET_TYPE_KERNEL_DISPATCH), 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS);
+	while (!__atomic_load_n(&e->seen, __ATOMIC_ACQUIRE) && now_s() - t0 < 10)
+		hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, 10ull * 1000 * 1000, HSA_WAIT_STATE_BLOCKED);
+	ok(e->seen && e->status == (hsa_status_t)HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION,
+	   "GPU node %u: a kernel dispatch reaches the queue's error callback as an illegal instruction (%s after %.3f s)",
+	   g->id, e->seen ? status_text(e->status) : "no callback", now_s() - t0);
+	ok(hsa_signal_load_scacquire(done) == 1, "GPU node %u: ... and its completion signal is left alone", g->id);
+	hsa_signal_destroy(done);
+}
+
+static void check_aql(struct gpu *g)
+{
+	struct queue_error e = { 0 }, e2 = { 0 };
+	hsa_queue_t *q = NULL, *q2 = NULL;
+	hsa_status_t s;
+
+	s = hsa_queue_create(g->agent, 1024, HSA_QUEUE_TYPE_SINGLE, on_queue_error, &e, UINT32_MAX, UINT32_MAX, &q);
+	if (s == HSA_STATUS_SUCCESS)
+		s = hsa_queue_create(g->agent, 1024, HSA_QUEUE_TYPE_SINGLE, on_queue_error, &e2, UINT32_MAX,
+				     UINT32_MAX, &q2);
+	ok(s == HSA_STATUS_SUCCESS, "GPU node %u: two AQL queues created: %s", g->id, status_text(s));
+	if (s == HSA_STATUS_SUCCESS) {
+		check_barriers(g, q);
+		ok(!e.seen, "GPU node %u: ... with no queue error", g->id);
+		check_dispatch(g, q2, &e2);
+	}
+	if (q)
+		hsa_queue_destroy(q);
+	if (q2)
+		hsa_queue_destroy(q2);
 }
 
 int main(int argc, char **argv)
@@ -204,6 +411,10 @@ int main(int argc, char **argv)
 	ok(n_gpus > 0 && has_cpu && has_sys, "agents: %d GPUs, a CPU with a fine-grained system pool", n_gpus);
 	for (int i = 0; i < n_gpus && has_sys; i++)
 		check_gpu(&gpus[i], mib << 20);
+	for (int i = 1; i < n_gpus && has_sys; i++)
+		check_peer(&gpus[0], &gpus[i], mib << 20);
+	for (int i = 0; i < n_gpus; i++)
+		check_aql(&gpus[i]);
 	s = hsa_shut_down();
 	ok(s == HSA_STATUS_SUCCESS, "hsa_shut_down: %s", status_text(s));
 out:

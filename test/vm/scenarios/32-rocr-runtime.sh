@@ -5,8 +5,10 @@
 # rocminfo enumerates one agent per emulated GPU, and test/emu/clients/rocr_client moves data
 # host->VRAM->host through hsa_amd_memory_async_copy on every GPU: its user-mode SDMA queues run on
 # the emulated engines (whose byte counters must grow by the copies), completion signals wake
-# blocked waiters through KFD events, and a copy waits on its dependency signal. Its TAP results
-# become ours, prefixed with the preset. ROCm 5.2.3 predates gfx942 (MI300, preset cpx8): there
+# blocked waiters through KFD events, and a copy waits on its dependency signal; VRAM->VRAM on one
+# GPU and between GPUs. Its AQL queues run barrier-AND/OR packets on the emulated packet processor,
+# and a kernel dispatch ends in the queue's error callback; the kernel log must name exactly that
+# dispatch, once per GPU, and nothing else. Its TAP results become ours, prefixed with the preset. ROCm 5.2.3 predates gfx942 (MI300, preset cpx8): there
 # it must say, for every GPU, that it does not know the node, as it would on the real part.
 # timeout: 900
 . test/vm/lib.sh
@@ -44,7 +46,16 @@ for p in mi100 2xmi210 mi250x cpx8; do
 		tap_not_ok "$p: rocminfo lists the $n GPU agents" "it lists $agents: $(timeout 60 rocminfo 2>&1 | tail -n3)"
 	fi
 	before=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+	dmesg_mark "32-rocr-runtime: $p"
 	tap_relay "$p" timeout 300 "$client" --mib "$mib"
+	aql=$(dmesg | sed -n "/32-rocr-runtime: $p\$/,\$p" | grep '\[aql\]')
+	dispatches=$(grep -c 'kernel dispatch: shaders are not emulated' <<<"$aql")
+	if [ "$dispatches" = "$n" ] && [ "$(grep -c . <<<"$aql")" = "$n" ]; then
+		tap_ok "$p: the kernel log names the one kernel dispatch of each of the $n GPUs, and no other AQL error"
+	else
+		tap_not_ok "$p: the kernel log names the one kernel dispatch of each of the $n GPUs, and no other AQL error" \
+			"$(head -n4 <<<"$aql")"
+	fi
 	after=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
 	moved=$(paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") |
 		awk -v need=$((2 * mib * 1048576)) 'NF == 2 { if ($2 - $1 < need) bad++ } END { print bad + 0 }')

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * amdgpu_emu: the packet processor of AQL compute queues.
+ *
+ * An AQL queue of ROCm's runtime is a ring of 64-byte packets in the
+ * process's memory, described by an amd_queue_t that the runtime allocates
+ * GPU-visible: KFD gets &read_dispatch_id as the read pointer and
+ * &write_dispatch_id as the write pointer (doorbell type 2, gfx9).  The
+ * command processor finds the amd_queue_t the way the firmware does, from
+ * read_dispatch_id_field_base_byte_offset, the word after the read pointer.
+ *
+ * Each pass of the process's queue worker (every heartbeat_ms, at once while
+ * a queue has more) consumes the packets between the processor's position
+ * and write_dispatch_id, in order, through the process's GPU VM:
+ *
+ *  - a packet whose header still says INVALID is not published yet: the
+ *    processor waits on it, as the hardware stalls on it;
+ *  - BARRIER_AND waits until every non-null dependency signal reads 0,
+ *    BARRIER_OR until one does (or none is given);
+ *  - KERNEL_DISPATCH cannot run: nothing here executes shaders.  The queue
+ *    reports it the way a dispatch of code the GPU cannot execute ends, an
+ *    illegal instruction: the error code goes into the queue's
+ *    queue_inactive_signal, whose event is raised, and the queue stops.  The
+ *    runtime's queue error handler suspends the queue and calls the
+ *    application's error callback (HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION).
+ *    The dispatch's own completion signal is left alone, as for a faulting
+ *    dispatch;
+ *  - AGENT_DISPATCH and vendor-specific packets are format errors on a GPU
+ *    queue (codes 32 and 256 of the same signal).
+ *
+ * A packet that can proceed is consumed first: its slot's header becomes
+ * INVALID ("processed, not yet reassigned") and read_dispatch_id moves past
+ * it, so the slot is the producer's again.  Then it completes: if profiling is
+ * on for the queue, the start and end timestamps go into its completion
+ * signal, whose value is decremented; a signal with an event mailbox gets its
+ * event id written there and the end-of-pipe interrupt raised with it, which
+ * amdkfd turns into kfd_signal_event_interrupt(pasid, id, 32): that is what
+ * wakes hsa_signal_wait_* in blocked mode.
+ *
+ * Compute queues without an amd_queue_t (the suite's raw-KFD and libhsakmt
+ * workloads give KFD bare pointers) are not fed to the processor: they keep
+ * the heartbeat of emu_queue.c.
+ */
+#include <linux/slab.h>
+
+#include "emu.h"
+
+#define AQL_PACKET_BYTES		64
+#define AQL_PASS_PACKETS		1024	/* before the other queues get a turn */
+
+#define AQL_TYPE_VENDOR_SPECIFIC	0
+#define AQL_TYPE_INVALID		1
+#define AQL_TYPE_KERNEL_DISPATCH	2
+#define AQL_TYPE_BARRIER_AND		3
+#define AQL_TYPE_AGENT_DISPATCH		4
+#define AQL_TYPE_BARRIER_OR		5
+#define AQL_HEADER_TYPE(h)		((h) & 0xff)
+#define AQL_BARRIER_DEPS		5
+
+/* amd_queue_t (ROCr's amd_hsa_queue.h): byte offsets the processor reads */
+#define AMD_QUEUE_BASE_ADDRESS		8
+#define AMD_QUEUE_SIZE_PACKETS		24
+#define AMD_QUEUE_READ_DISPATCH_ID	128
+#define AMD_QUEUE_PROPERTIES		180
+#define AMD_QUEUE_INACTIVE_SIGNAL	192
+#define AMD_QUEUE_PROFILING		BIT(3)
+
+/* amd_signal_t (amd_hsa_signal.h) */
+#define AMD_SIGNAL_VALUE		8
+#define AMD_SIGNAL_MAILBOX		16
+#define AMD_SIGNAL_EVENT_ID		24
+#define AMD_SIGNAL_START_TS		32
+#define AMD_SIGNAL_END_TS		40
+
+/* queue_inactive_signal error codes, as ROCr's queue error handler decodes them */
+#define AQL_ERROR_INVALID_FORMAT	32
+#define AQL_ERROR_VENDOR_PACKET		256
+#define AQL_ERROR_MEMORY_VIOLATION	0x20000000
+#define AQL_ERROR_ILLEGAL_INSTRUCTION	0x40000000
+
+enum emu_aql_step { AQL_DONE, AQL_WAIT, AQL_ERROR };
+
+struct emu_aql_pass {
+	struct emu_sdma_ctx x;		/* the GPU VM, as the copy engine sees it */
+	struct emu_process *p;
+	struct emu_queue *q;
+	u64 amd_queue;			/* address of the amd_queue_t */
+	bool profiling;
+};
+
+static int emu_aql_read(struct emu_aql_pass *a, u64 va, void *buf, u64 len)
+{
+	return emu_sdma_access(&a->x, va, buf, len, false, 0);
+}
+
+static int emu_aql_write(struct emu_aql_pass *a, u64 va, const void *buf, u64 len)
+{
+	return emu_sdma_access(&a->x, va, (void *)buf, len, true, 0);
+}
+
+/*
+ * Is @q a runtime's AQL queue?  Decided once per queue life (and again after
+ * a restore): the amd_queue_t around its read pointer must describe this
+ * very ring.
+ */
+static bool emu_aql_queue_of_runtime(struct emu_aql_pass *a)
+{
+	struct emu_queue *q = a->q;
+	u32 field_offset, size_packets;
+	u64 base, ring;
+
+	if (q->aql_kind)
+		return q->aql_kind == EMU_AQL_RUNTIME;
+	q->aql_kind = EMU_AQL_BARE;
+	if (q->type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL || !a->x.vm ||
+	    emu_aql_read(a, q->rptr + sizeof(u64), &field_offset, sizeof(field_offset)) ||
+	    field_offset != AMD_QUEUE_READ_DISPATCH_ID)
+		return false;
+	base = q->rptr - field_offset;
+	if (emu_aql_read(a, base + AMD_QUEUE_BASE_ADDRESS, &ring, sizeof(ring)) ||
+	    emu_aql_read(a, base + AMD_QUEUE_SIZE_PACKETS, &size_packets, sizeof(size_packets)) ||
+	    ring != q->ring_base || (u64)size_packets * AQL_PACKET_BYTES != q->ring_size)
+		return false;
+	q->aql_kind = EMU_AQL_RUNTIME;
+	return true;
+}
+
+static void emu_aql_log_stop(struct emu_aql_pass *a, const char *what, u64 va, u32 code)
+{
+	struct emu_queue *q = a->q;
+
+	q->fault = what;
+	q->fault_va = va;
+	pr_warn_ratelimited(EMU_NAME ": [aql] pid %d queue %u (GPU %u): %s at 0x%llx (packet %llu); queue error 0x%x, the queue stops\n",
+			    a->p->lead_thread ? task_pid_nr(a->p->lead_thread) : -1, q->id,
+			    q->pdd->gpu->index, what, va, q->exec_rptr / AQL_PACKET_BYTES, code);
+}
+
+/*
+ * The end-of-pipe of a signal: the event id into the mailbox and the
+ * interrupt that carries it.  Signals without a mailbox are polled by their
+ * waiters.
+ */
+static void emu_aql_signal_event(struct emu_aql_pass *a, u64 signal)
+{
+	u64 mailbox;
+	u32 event_id;
+
+	if (emu_aql_read(a, signal + AMD_SIGNAL_MAILBOX, &mailbox, sizeof(mailbox)) || !mailbox ||
+	    emu_aql_read(a, signal + AMD_SIGNAL_EVENT_ID, &event_id, sizeof(event_id)) ||
+	    emu_aql_write(a, mailbox, &event_id, sizeof(event_id)))
+		return;
+	emu_event_signal_interrupt(a->p, event_id, 32);
+}
+
+static int emu_aql_complete(struct emu_aql_pass *a, u64 signal, u64 start_ts)
+{
+	u64 end_ts = emu_gpu_clock_counter();
+	int ret;
+
+	if (!signal)
+		return 0;
+	if (a->profiling &&
+	    (emu_aql_write(a, signal + AMD_SIGNAL_START_TS, &start_ts, sizeof(start_ts)) ||
+	     emu_aql_write(a, signal + AMD_SIGNAL_END_TS, &end_ts, sizeof(end_ts))))
+		return -EFAULT;
+	ret = emu_gpu_atomic_add64(&a->x, signal + AMD_SIGNAL_VALUE, -1);
+	if (ret)
+		return ret;
+	emu_aql_signal_event(a, signal);
+	return 0;
+}
+
+/* Tell the runtime through queue_inactive_signal; the queue stops. */
+static void emu_aql_queue_error(struct emu_aql_pass *a, const char *what, u64 va, u32 code)
+{
+	u64 signal, value = code;
+
+	emu_aql_log_stop(a, what, va, code);
+	if (emu_aql_read(a, a->amd_queue + AMD_QUEUE_INACTIVE_SIGNAL, &signal, sizeof(signal)) || !signal ||
+	    emu_aql_write(a, signal + AMD_SIGNAL_VALUE, &value, sizeof(value)))
+		return;
+	emu_aql_signal_event(a, signal);
+}
+
+/* 0 if the barrier's dependencies hold, -EAGAIN if not yet, -EFAULT */
+static int emu_aql_barrier_ready(struct emu_aql_pass *a, const u64 *deps, bool any)
+{
+	bool given = false;
+	s64 value;
+	int i;
+
+	for (i = 0; i < AQL_BARRIER_DEPS; i++) {
+		if (!deps[i])
+			continue;
+		given = true;
+		if (emu_aql_read(a, deps[i] + AMD_SIGNAL_VALUE, &value, sizeof(value)))
+			return -EFAULT;
+		if (any && !value)
+			return 0;
+		if (!any && value)
+			return -EAGAIN;
+	}
+	return any && given ? -EAGAIN : 0;
+}
+
+/*
+ * Whether the packet at @va (its 64 bytes in @pkt) can be consumed now; errors
+ * are reported to the runtime here.
+ */
+static enum emu_aql_step emu_aql_packet(struct emu_aql_pass *a, const u64 *pkt, u64 va)
+{
+	u16 header = (u16)pkt[0];
+	int ret;
+
+	switch (AQL_HEADER_TYPE(header)) {
+	case AQL_TYPE_INVALID:
+		return AQL_WAIT;
+	case AQL_TYPE_BARRIER_AND:
+	case AQL_TYPE_BARRIER_OR:
+		ret = emu_aql_barrier_ready(a, &pkt[1], AQL_HEADER_TYPE(header) == AQL_TYPE_BARRIER_OR);
+		if (ret == -EAGAIN)
+			return AQL_WAIT;
+		if (!ret)
+			return AQL_DONE;
+		emu_aql_queue_error(a, "barrier dependency signal not readable", va, AQL_ERROR_MEMORY_VIOLATION);
+		return AQL_ERROR;
+	case AQL_TYPE_KERNEL_DISPATCH:
+		/* pkt[4] is the kernel object: what the log names */
+		emu_aql_queue_error(a, "kernel dispatch: shaders are not emulated", pkt[4],
+				    AQL_ERROR_ILLEGAL_INSTRUCTION);
+		return AQL_ERROR;
+	case AQL_TYPE_VENDOR_SPECIFIC:
+		emu_aql_queue_error(a, "vendor-specific packet", va, AQL_ERROR_VENDOR_PACKET);
+		return AQL_ERROR;
+	default:
+		emu_aql_queue_error(a, "packet type not supported on a GPU queue", va, AQL_ERROR_INVALID_FORMAT);
+		return AQL_ERROR;
+	}
+}
+
+/* One pass over @q; true if it stopped with packets left it could run. */
+static bool emu_aql_queue_pass(struct emu_process *p, struct emu_queue *q)
+{
+	struct emu_aql_pass a = {
+		.x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm, .p = p },
+		.p = p, .q = q,
+	};
+	const u16 invalid = AQL_TYPE_INVALID;
+	u64 slots = q->ring_size / AQL_PACKET_BYTES;
+	u64 write_index, index, va, pkt[AQL_PACKET_BYTES / sizeof(u64)];
+	u32 properties, budget = AQL_PASS_PACKETS;
+	u64 start_ts;
+	enum emu_aql_step step = AQL_DONE;
+
+	if (!emu_aql_queue_of_runtime(&a))
+		return false;
+	a.amd_queue = q->rptr - AMD_QUEUE_READ_DISPATCH_ID;
+	if (emu_aql_read(&a, q->wptr, &write_index, sizeof(write_index)))
+		return false;
+	index = q->exec_rptr / AQL_PACKET_BYTES;
+	if (write_index == index)
+		return false;
+	if (write_index < index || write_index - index > slots || q->exec_rptr % AQL_PACKET_BYTES) {
+		emu_aql_queue_error(&a, "write index not within one ring of the read index", q->wptr,
+				    AQL_ERROR_INVALID_FORMAT);
+		return false;
+	}
+	q->executing = true;
+	a.profiling = !emu_aql_read(&a, a.amd_queue + AMD_QUEUE_PROPERTIES, &properties, sizeof(properties)) &&
+		      (properties & AMD_QUEUE_PROFILING);
+
+	while (index < write_index && budget--) {
+		va = q->ring_base + (index & (slots - 1)) * AQL_PACKET_BYTES;
+		if (emu_aql_read(&a, va, pkt, sizeof(pkt))) {
+			emu_aql_queue_error(&a, "ring not readable", va, AQL_ERROR_MEMORY_VIOLATION);
+			return false;
+		}
+		start_ts = emu_gpu_clock_counter();
+		step = emu_aql_packet(&a, pkt, va);
+		if (step != AQL_DONE)
+			break;
+		/* consumed: the slot goes back to the producer before the packet completes */
+		index++;
+		q->exec_rptr = index * AQL_PACKET_BYTES;
+		q->aql_packets++;
+		if (emu_aql_write(&a, va, &invalid, sizeof(invalid)) ||
+		    emu_aql_write(&a, q->rptr, &index, sizeof(index))) {
+			emu_aql_queue_error(&a, "read index not writable", q->rptr, AQL_ERROR_MEMORY_VIOLATION);
+			return false;
+		}
+		/* every packet type that completes keeps its completion signal in the last 8 bytes */
+		if (emu_aql_complete(&a, pkt[7], start_ts)) {
+			emu_aql_queue_error(&a, "completion signal not writable", pkt[7], AQL_ERROR_MEMORY_VIOLATION);
+			return false;
+		}
+	}
+	return step == AQL_DONE && index < write_index;
+}
+
+/* Packets @q holds that its processor has not consumed; 0 if none or unknown. */
+u64 emu_aql_queue_pending(struct emu_queue *q)
+{
+	struct emu_sdma_ctx x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
+	u64 write_index, index = q->exec_rptr / AQL_PACKET_BYTES;
+
+	if (q->aql_kind != EMU_AQL_RUNTIME || !x.vm ||
+	    emu_sdma_access(&x, q->wptr, &write_index, sizeof(write_index), false, 0) ||
+	    write_index < index)
+		return 0;
+	return write_index - index;
+}
+
+/* Is @q fed to the packet processor (and so gets no heartbeat)? */
+bool emu_aql_queue_runs(struct emu_queue *q)
+{
+	return q->aql_kind == EMU_AQL_RUNTIME;
+}
+
+/*
+ * Run every runtime AQL queue of @p that has work; true if one stopped with
+ * more to do.  Caller holds p->lock and has checked that the queues are
+ * active.
+ */
+bool emu_aql_queues_run(struct emu_process *p)
+{
+	struct emu_queue *q;
+	bool more = false;
+
+	list_for_each_entry(q, &p->queues, link) {
+		if (q->type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL || q->fault || !emu_queue_is_active(q))
+			continue;
+		more |= emu_aql_queue_pass(p, q);
+	}
+	return more;
+}
