@@ -62,7 +62,7 @@ UNIT43_SRCS := $(wildcard test/unit/criu-4.3/*.cpp)
 UNIT43_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT43_SRCS))
 UNIT43_BIN := $(BUILD)/test/unit/criu-4.3-tests
 
-.PHONY: all deps plugin tools install check check-full check-unit check-vm bench demo emu clean format
+.PHONY: all deps plugin tools install deb check check-full check-unit check-vm bench demo emu clean format
 .DEFAULT_GOAL := all
 
 # Test-bed programs built on the host (the guest sees this tree): the image streamer stand-in.
@@ -100,7 +100,7 @@ $(CORE_LIB): $(CORE_OBJS)
 
 # Only the plugin descriptor is exported; criu provides print_on_level and criu_get_image_dir.
 $(PLUGIN): $(ENTRY_OBJ) $(CORE_LIB) plugins/amdgpu/amdgpu_plugin.map
-	$(CXX) -shared -o $@ $(ENTRY_OBJ) $(CORE_LIB) -Wl,--as-needed $(LDLIBS) -Wl,--version-script=plugins/amdgpu/amdgpu_plugin.map
+	$(CXX) $(LDFLAGS) -shared -o $@ $(ENTRY_OBJ) $(CORE_LIB) -Wl,--as-needed $(LDLIBS) -Wl,--version-script=plugins/amdgpu/amdgpu_plugin.map
 
 tools: $(TOOLS)
 
@@ -109,7 +109,7 @@ HOST_OBJ   := $(BUILD)/tools/support/criu_host.o
 
 $(BUILD)/bin/%: $(BUILD)/tools/%.o $(HOST_OBJ) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CXX) -rdynamic -o $@ $^ $(LDLIBS)
+	$(CXX) $(LDFLAGS) -rdynamic -o $@ $^ -Wl,--as-needed $(LDLIBS)
 
 $(BUILD)/bench/%: $(BUILD)/test/bench/%.o $(HOST_OBJ) $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -157,6 +157,19 @@ bench: all
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@test/vm/demo.sh
+
+# The Debian package, built from a copy of the sources under $(BUILD)/deb (dpkg-buildpackage writes
+# next to its source tree) and checked by lintian. Its version is debian/changelog's, the only one.
+VERSION    := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
+DEB        := $(BUILD)/deb/criu-amdgpu-plugin_$(VERSION)_amd64.deb
+DEB_SRCS   := Makefile LICENSE README.md Documentation debian images plugins tools
+
+deb:
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
+	tar -c --exclude='*.so' --exclude='*.o' $(DEB_SRCS) | tar -x -C $(BUILD)/deb/src
+	cd $(BUILD)/deb/src && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error,warning --info $(DEB)
+	@echo "deb: $(DEB)"
 
 emu:
 	@$(MAKE) --no-print-directory -C test/emu

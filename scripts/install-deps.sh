@@ -14,8 +14,10 @@ packages=(
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2
 	# peak RSS of criu in the e2e resource scenarios (GNU time)
 	time
+	# the Debian package (make deb) and its checks
+	dpkg-dev debhelper lintian
 	# real GPU clients run inside the guest
-	libhsakmt1 libhsakmt-dev rocminfo libhsa-runtime64-1 libhsa-runtime-dev
+	libhsakmt1 libhsakmt-dev rocminfo libhsa-runtime64-1 libhsa-runtime-dev libamdhip64-dev
 )
 
 as_root() {

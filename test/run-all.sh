@@ -40,6 +40,8 @@ run_suite() {
 
 run_suite "unit tests" test/unit/run.sh build/test/unit/unit-tests
 run_suite "unit tests, the plugin as criu 4.3 calls it" test/unit/run.sh build/test/unit/criu-4.3-tests
+# before the VM suite: its installed-package scenario installs this .deb in the guest
+run_suite "Debian package" test/package/run.sh
 if [ "${SKIP_VM:-0}" = 1 ]; then
 	echo "=== VM suite skipped (SKIP_VM=1)"
 else

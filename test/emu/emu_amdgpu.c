@@ -67,9 +67,10 @@ static void emu_fill_dev_info(struct emu_gpu *gpu, struct drm_amdgpu_info_device
 {
 	const struct emu_model *m = gpu->model;
 	u32 se = m->array_count / m->simd_arrays_per_engine;
-	u32 cu_mask = (1U << m->cu_per_simd_array) - 1;
+	u32 arrays = se * m->simd_arrays_per_engine;
+	u32 cus = m->simd_count / m->simd_per_cu;
 	u64 vm_size = EMU_VM_SIZE - EMU_VA_RESERVED_SIZE;
-	u32 i, j;
+	u32 i, j, n, a, bits;
 
 	di->device_id = m->device_id;
 	di->chip_rev = 1;
@@ -81,14 +82,27 @@ static void emu_fill_dev_info(struct emu_gpu *gpu, struct drm_amdgpu_info_device
 	di->gpu_counter_freq = EMU_GPU_COUNTER_KHZ;
 	di->max_engine_clock = (u64)m->max_engine_clk_fcompute * 1000;
 	di->max_memory_clock = (u64)m->mem_clk_max * 1000;
-	di->cu_active_number = m->simd_count / m->simd_per_cu;
-	for (i = 0; i < se && i < 4; i++) {
-		for (j = 0; j < m->simd_arrays_per_engine && j < 4; j++) {
-			di->cu_bitmap[i][j] = cu_mask;
-			di->cu_ao_bitmap[i][j] = cu_mask;
+	di->cu_active_number = cus;
+	/*
+	 * The active CUs spread evenly over the shader arrays (the first ones
+	 * take the remainder); like amdgpu, shader engines past the fourth land
+	 * in the columns after the first: bitmap[se % 4][sh + se / 4 * arrays per
+	 * engine].  Every CU is always-on (a dGPU's ao count is the CUs per array);
+	 * the ao mask packs the first two engines' first two arrays, 16 and 8 bits apart.
+	 */
+	for (i = 0; i < se; i++) {
+		for (j = 0; j < m->simd_arrays_per_engine; j++) {
+			a = i * m->simd_arrays_per_engine + j;
+			n = min(cus / arrays + (a < cus % arrays), m->cu_per_simd_array);
+			bits = n ? GENMASK(n - 1, 0) : 0;
+			if (j + i / 4 * m->simd_arrays_per_engine < 4) {
+				di->cu_bitmap[i % 4][j + i / 4 * m->simd_arrays_per_engine] = bits;
+				di->cu_ao_bitmap[i % 4][j + i / 4 * m->simd_arrays_per_engine] = bits;
+			}
+			if (i < 2 && j < 2)
+				di->cu_ao_mask |= bits << (i * 16 + j * 8);
 		}
 	}
-	di->cu_ao_mask = cu_mask | cu_mask << 8;
 	di->enabled_rb_pipes_mask = 0;	/* compute only: no render backends */
 	di->num_rb_pipes = 0;
 	di->num_hw_gfx_contexts = 8;

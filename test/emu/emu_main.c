@@ -70,11 +70,17 @@ static const struct emu_cache gfx942_caches[] = {
  */
 #define EMU_CAP_GFX9	(0x80 | (2 << 8) | (2 << 12) | 0x4000 | 0x80000 | 0x100000 | 0x200000)
 
-/* CU counts are kept small on purpose: the CWSR area per queue grows per CU. */
+/*
+ * The models' values are the real parts' (public specs, and the KFD topology
+ * of such machines): MI100 120 CUs, MI210 104, an MI250X GCD 110, an MI300X
+ * XCD in CPX mode 38; L2 8 MiB per die (4 MiB per MI300X XCD).  The runtime's
+ * per-queue context save area grows with the CU count (about 600 KiB per CU
+ * on gfx90a), as on those machines.
+ */
 static const struct emu_model model_mi100 = {
 	.asic = "arcturus", .device_id = 0x738c, .gfx_target_version = 90008,
-	.simd_count = 16, .simd_per_cu = 4, .array_count = 2,
-	.simd_arrays_per_engine = 1, .cu_per_simd_array = 2,
+	.simd_count = 480, .simd_per_cu = 4, .array_count = 8,
+	.simd_arrays_per_engine = 1, .cu_per_simd_array = 16,
 	.max_waves_per_simd = 10, .lds_size_in_kb = 64, .gds_size_in_kb = 64,
 	.num_gws = 64, .wave_front_size = 64, .max_slots_scratch_cu = 32,
 	.max_engine_clk_fcompute = 1502, .fw_version = 68, .sdma_fw_version = 18,
@@ -88,8 +94,8 @@ static const struct emu_model model_mi100 = {
 
 static const struct emu_model model_mi210 = {
 	.asic = "aldebaran", .device_id = 0x740f, .gfx_target_version = 90010,
-	.simd_count = 16, .simd_per_cu = 4, .array_count = 2,
-	.simd_arrays_per_engine = 1, .cu_per_simd_array = 2,
+	.simd_count = 416, .simd_per_cu = 4, .array_count = 8,
+	.simd_arrays_per_engine = 1, .cu_per_simd_array = 16,
 	.max_waves_per_simd = 8, .lds_size_in_kb = 64, .gds_size_in_kb = 0,
 	.num_gws = 64, .wave_front_size = 64, .max_slots_scratch_cu = 32,
 	.max_engine_clk_fcompute = 1700, .fw_version = 78, .sdma_fw_version = 8,
@@ -103,8 +109,8 @@ static const struct emu_model model_mi210 = {
 
 static const struct emu_model model_mi250x = {
 	.asic = "aldebaran", .device_id = 0x740c, .gfx_target_version = 90010,
-	.simd_count = 16, .simd_per_cu = 4, .array_count = 2,
-	.simd_arrays_per_engine = 1, .cu_per_simd_array = 2,
+	.simd_count = 440, .simd_per_cu = 4, .array_count = 8,
+	.simd_arrays_per_engine = 1, .cu_per_simd_array = 16,
 	.max_waves_per_simd = 8, .lds_size_in_kb = 64, .gds_size_in_kb = 0,
 	.num_gws = 64, .wave_front_size = 64, .max_slots_scratch_cu = 32,
 	.max_engine_clk_fcompute = 1700, .fw_version = 78, .sdma_fw_version = 8,
@@ -118,8 +124,8 @@ static const struct emu_model model_mi250x = {
 
 static const struct emu_model model_gfx942_cpx = {
 	.asic = "ip discovery", .device_id = 0x74a1, .gfx_target_version = 90402,
-	.simd_count = 32, .simd_per_cu = 4, .array_count = 2,
-	.simd_arrays_per_engine = 1, .cu_per_simd_array = 4,
+	.simd_count = 152, .simd_per_cu = 4, .array_count = 4,
+	.simd_arrays_per_engine = 1, .cu_per_simd_array = 10,
 	.max_waves_per_simd = 8, .lds_size_in_kb = 64, .gds_size_in_kb = 0,
 	.num_gws = 64, .wave_front_size = 64, .max_slots_scratch_cu = 32,
 	.max_engine_clk_fcompute = 2100, .fw_version = 151, .sdma_fw_version = 19,

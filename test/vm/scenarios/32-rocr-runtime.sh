@@ -8,12 +8,17 @@
 # blocked waiters through KFD events, and a copy waits on its dependency signal; VRAM->VRAM on one
 # GPU and between GPUs. Its AQL queues run barrier-AND/OR packets on the emulated packet processor,
 # and a kernel dispatch ends in the queue's error callback; the kernel log must name exactly that
-# dispatch, once per GPU, and nothing else. Its TAP results become ours, prefixed with the preset. ROCm 5.2.3 predates gfx942 (MI300, preset cpx8): there
+# dispatch, once per GPU, and nothing else. Its TAP results become ours, prefixed with the preset.
+# rocminfo reports each preset's real compute unit count. HIP's host API (Debian's libamdhip64
+# 5.2.3, test/emu/clients/hip_client) on every preset ROCm 5.2 knows: devices with the model's
+# compute units, hipMalloc; and a hipMemcpy, which HIP starts with a kernel dispatch, ends the
+# process with HIP's queue error instead of hanging. ROCm 5.2.3 predates gfx942 (MI300, preset cpx8): there
 # it must say, for every GPU, that it does not know the node, as it would on the real part.
 # timeout: 900
 . test/vm/lib.sh
 
 client=test/emu/clients/rocr_client
+hip=test/emu/clients/hip_client
 [ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
 [ -x "$client" ] || { echo "no $client (libhsa-runtime-dev missing at build time?)"; exit 77; }
 command -v rocminfo >/dev/null || { echo "rocminfo is not installed"; exit 77; }
@@ -22,6 +27,7 @@ engines=/sys/kernel/debug/amdgpu_emu/engines
 mib=4
 
 dmesg_mark "32-rocr-runtime: begin"
+declare -A cus=([mi100]=120 [2xmi210]=104 [mi250x]=110)
 for p in mi100 2xmi210 mi250x cpx8; do
 	if ! emu_reload preset="$p"; then
 		tap_not_ok "$p: load"
@@ -45,6 +51,13 @@ for p in mi100 2xmi210 mi250x cpx8; do
 	else
 		tap_not_ok "$p: rocminfo lists the $n GPU agents" "it lists $agents: $(timeout 60 rocminfo 2>&1 | tail -n3)"
 	fi
+	real=$(timeout 120 rocminfo 2>&1 | grep -cE "^  Compute Unit: +${cus[$p]} *$")
+	if [ "$real" = "$n" ]; then
+		tap_ok "$p: rocminfo reports the model's ${cus[$p]} compute units for each GPU"
+	else
+		tap_not_ok "$p: rocminfo reports the model's ${cus[$p]} compute units for each GPU" \
+			"$(timeout 60 rocminfo 2>&1 | grep 'Compute Unit' | sort | uniq -c | tr '\n' ';')"
+	fi
 	before=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
 	dmesg_mark "32-rocr-runtime: $p"
 	tap_relay "$p" timeout 300 "$client" --mib "$mib"
@@ -63,6 +76,11 @@ for p in mi100 2xmi210 mi250x cpx8; do
 		tap_ok "$p: every GPU's SDMA engine moved the copies ($before-> $after bytes)"
 	else
 		tap_not_ok "$p: every GPU's SDMA engine moved the copies" "bytes before: $before; after: $after"
+	fi
+	if [ -x "$hip" ]; then
+		tap_relay "$p: HIP" timeout 300 "$hip" --cus "${cus[$p]}"
+	else
+		tap_skip "$p: HIP's host API" "no $hip (libamdhip64-dev missing at build time)"
 	fi
 	emu_unload || tap_not_ok "$p: unload after the runtime"
 done
