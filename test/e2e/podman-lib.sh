@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+#
+# GPU containers in the guest, for the container scenarios (test/e2e/scenarios/8*-podman-*.sh),
+# sourced after test/vm/lib.sh and test/e2e/lib.sh. The flow is the README's "Checkpoint a GPU
+# container with Podman", with what the test bed needs on top:
+#   - the scenario runs in a mount namespace of its own (podman_enter re-executes it under unshare)
+#     where /usr, /var and /etc are overlays on tmpfs: the host's root, which the guest sees over
+#     9p, is never written;
+#   - the plugin comes from the package `make deb` built, unpacked into that /usr: criu, started by
+#     the container runtime, finds it in /usr/lib/criu with no --libdir (scenario 70 shows dpkg -i);
+#   - Podman keeps its storage on the guest's tmpfs (vfs driver, cgroupfs, file events), runs runc
+#     (Debian's crun is built without CRIU), and the image is made without a registry: `podman
+#     import` of a directory holding the workloads and the shared libraries they load.
+#
+#   podman_enter "$@"                 first line of a scenario: re-execute it in its own mount namespace
+#   podman_setup                      overlays, the package, the image; skips (77) without podman or runc
+#   pm <podman args...>               podman with the test bed's storage and runtime options
+#   gpu_run <name> <workload> <devices> [workload args...]
+#                                     starts a detached container running <workload>_workload with
+#                                     --state $RESULTS_DIR/<name>.state, given /dev/kfd and the render
+#                                     nodes in <devices> (space-separated); sets pid and state
+#   tap_podman <name> <podman args...>   one TAP result for a podman command (criu logs kept)
+#   gpu_container_pid <name>          the host pid of the container's workload
+#   render_nodes [n]                  the emulated GPUs' render nodes (the first n), space-separated
+
+PODMAN_DIR=/tmp/podman
+PODMAN_IMAGE=localhost/gpu-workloads:test
+PODMAN_RUNTIME=${PODMAN_RUNTIME:-runc}
+
+podman_enter() {
+	if [ -z "${PODMAN_UNSHARED:-}" ]; then
+		PODMAN_UNSHARED=1 exec unshare --mount --propagation private "$0" "$@"
+	fi
+}
+
+pm() {
+	podman --root "$PODMAN_DIR/root" --runroot "$PODMAN_DIR/run" --storage-driver vfs \
+		--cgroup-manager cgroupfs --events-backend file --runtime "$PODMAN_RUNTIME" "$@"
+}
+
+# guest_overlay <dir>: the guest's own writable copy of <dir>, gone with this mount namespace
+guest_overlay() {
+	local dir=$1 base=$PODMAN_DIR/overlay$1
+	mkdir -p "$base/upper" "$base/work" &&
+		mount -t overlay overlay -o "lowerdir=$dir,upperdir=$base/upper,workdir=$base/work" "$dir"
+}
+
+# The image: the workloads, busybox as /bin/sh, and every shared library they and the ROCm
+# libraries load (ldd's closure), at their paths.
+podman_image() {
+	local root=$PODMAN_DIR/image f lib
+	rm -rf "$root"
+	mkdir -p "$root/wl" "$root/bin" "$root/results" "$root/tmp"
+	cp /bin/busybox "$root/bin/busybox" && ln -s busybox "$root/bin/sh"
+	for f in "$E2E_BIN"/*_workload; do
+		cp "$f" "$root/wl/"
+		for lib in $(ldd "$f" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'); do
+			mkdir -p "$root$(dirname "$lib")" && cp -L "$lib" "$root$lib"
+		done
+	done
+	tar -C "$root" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
+}
+
+podman_setup() {
+	command -v podman >/dev/null || { echo "podman is not installed"; exit 77; }
+	command -v "$PODMAN_RUNTIME" >/dev/null || { echo "$PODMAN_RUNTIME is not installed"; exit 77; }
+	local version deb
+	version=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$VM_REPO/debian/changelog")
+	deb=$VM_REPO/build/deb/criu-amdgpu-plugin_${version}_amd64.deb
+	[ -e "$deb" ] || { tap_not_ok "the package is built" "no $deb: run make deb (make check does)"; e2e_done; }
+	rm -rf "$PODMAN_DIR"
+	mkdir -p "$PODMAN_DIR"
+	if modprobe overlay && guest_overlay /usr && guest_overlay /var && guest_overlay /etc &&
+		dpkg-deb -x "$deb" / && mkdir -p /etc/criu && echo link-remap >/etc/criu/runc.conf &&
+		podman_image; then
+		tap_ok "podman $(podman --version | awk '{ print $3 }') with $PODMAN_RUNTIME, the plugin from $(basename "$deb"), a local image"
+	else
+		tap_not_ok "podman with $PODMAN_RUNTIME, the plugin from the package, a local image"
+		e2e_done
+	fi
+	CRIU_LIBDIR=
+}
+
+render_nodes() {
+	local n=${1:-99} out=() d
+	for d in /sys/class/drm/renderD*; do
+		case "$(readlink -f "$d/device")" in
+		*/amdgpu_emu.*) out+=("/dev/dri/${d##*/}") ;;
+		esac
+	done
+	echo "${out[@]:0:$n}"
+}
+
+# tap_podman <name> <podman args...>: one TAP result for a podman command. On failure the criu
+# logs runc left in the container's directory are copied to the results, their errors shown.
+tap_podman() {
+	local name=$1 out log
+	shift
+	out=$RESULTS_DIR/podman-$((TAP_N + 1)).out
+	if pm "$@" >"$out" 2>&1; then
+		tap_ok "$name"
+		return 0
+	fi
+	tap_not_ok "$name" "$(grep -v '^time=' "$out" | tail -n 3 | tr '\n' ';')"
+	for log in $(find "$PODMAN_DIR/root" -name '*.log' -path '*userdata*' 2>/dev/null); do
+		cp "$log" "$RESULTS_DIR/podman-$TAP_N-$(basename "$log")"
+		grep -E 'Error|amdgpu_plugin: .*(fail|cannot|error)' "$log" | tail -n 5 | sed 's/^/#   /'
+	done
+	return 1
+}
+
+gpu_container_pid() {
+	pm inspect -f '{{.State.Pid}}' "$1" 2>/dev/null
+}
+
+gpu_run() {
+	local name=$1 w=$2 devices=$3 dev args=()
+	shift 3
+	for dev in /dev/kfd $devices; do
+		args+=(--device "$dev")
+	done
+	state=$RESULTS_DIR/$name.state
+	rm -f "$state" "$state".*
+	# the results directory at the same path inside: the state file's path is the same for both
+	pm run -d --name "$name" --network "${PODMAN_NETWORK:-host}" "${args[@]}" -v "$RESULTS_DIR:$RESULTS_DIR" \
+		"$PODMAN_IMAGE" "/wl/${w}_workload" --state "$state" "$@" >"$RESULTS_DIR/$name.run.out" 2>&1 ||
+		{ log "podman run $name: $(tail -n3 "$RESULTS_DIR/$name.run.out")"; return 1; }
+	pid=$(gpu_container_pid "$name")
+	if wait_for "[ -s '$state' ]" 120; then
+		return 0
+	fi
+	log "$name: the workload did not get ready; its output:"
+	pm logs "$name" 2>&1 | tail -n 20 | sed 's/^/#   /'
+	return 1
+}
