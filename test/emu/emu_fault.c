@@ -5,9 +5,10 @@
  * A fault is armed with one line:
  *   ioctl <nr> <nth> <errno>   the nth call from now of KFD ioctl <nr> fails
  *   criu <op> <nth> <errno>    the nth call from now of CRIU op <op> fails
- *   restore-rptr <bytes>       the next CRIU RESTORE puts the engine of every
- *                              SDMA queue it restores <bytes> past its saved
- *                              read pointer (a ring state restored wrong)
+ *   restore-rptr <bytes>       the next CRIU RESTORE puts every executing
+ *                              queue it restores (SDMA engine, AQL packet
+ *                              processor) <bytes> past its saved read
+ *                              pointer (a ring state restored wrong)
  *   clear                      disarm everything
  * A firing fault returns -errno before the operation does anything, and is
  * then disarmed.  Lines come from debugfs amdgpu_emu/fault or the fault=

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# GPU containers under Podman (see 80) that leave their node or fail:
+#  - a checkpoint that fails (KFD CHECKPOINT fault injected): podman reports the failure and the
+#    container runs on, its queues unpaused, every byte verified;
+#  - migration: checkpoint --export, the emulator reloaded as another node (other gpu_ids, same
+#    render nodes), restore --import under a new name: the workload carries on, every byte verified;
+#  - an export restored on a node whose GPUs cannot take it (MI250X GCDs for MI210s): podman
+#    restore fails; its error names criu's restore log (podman 4.3 and runc 1.1 relay no more of
+#    criu's output than that), where the plugin's refusal names the GPU, the property and the
+#    values; no workload process or KFD process is left behind.
+# It needs a 4 GiB guest (make check-containers); the main guest skips it.
+# timeout: 900
+. test/vm/lib.sh
+. test/e2e/lib.sh
+. test/e2e/podman-lib.sh
+podman_enter "$@"
+e2e_require
+mem_kib=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
+if [ "${mem_kib:-0}" -lt $((3584 * 1024)) ]; then
+	echo "the guest has $((mem_kib / 1024)) MiB; Podman needs 4 GiB here: make check-containers"
+	exit 77
+fi
+scenario_warnings_begin
+
+emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
+podman_setup
+gpu_run mig hsakmt "$(render_nodes)" --vram-mb 8 || { tap_not_ok "a GPU container starts"; e2e_done; }
+tap_verify "container: before the checkpoints" "$pid" "$state"
+
+echo "criu 1 1 5" >"$EMU_DEBUGFS/fault"
+before=$pid
+if pm container checkpoint mig >"$RESULTS_DIR/failed-checkpoint.out" 2>&1; then
+	tap_not_ok "podman container checkpoint fails when KFD CHECKPOINT fails" "it succeeded"
+else
+	tap_ok "podman container checkpoint fails when KFD CHECKPOINT fails"
+fi
+echo clear >"$EMU_DEBUGFS/fault"
+pid=$(gpu_container_pid mig)
+tap_check "the container runs on in the same process ($before -> $pid)" test "$pid" = "$before"
+tap_alive_verified "after the failed checkpoint" "$pid" "$state"
+
+tap_podman "podman container checkpoint --export" container checkpoint --export "$PODMAN_DIR/mig.tar.gz" mig
+pm rm -f mig >/dev/null 2>&1
+wait_for "task_gone $pid '$state'" 10
+emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 || { tap_not_ok "reload as another node"; e2e_done; }
+tap_podman "podman container restore --import on other gpu_ids, as mig2" \
+	container restore --import "$PODMAN_DIR/mig.tar.gz" --name mig2
+pid=$(gpu_container_pid mig2)
+tap_alive_verified "migrated to other gpu_ids" "$pid" "$state"
+pm rm -f mig2 >/dev/null 2>&1
+wait_for "task_gone $pid '$state'" 10
+
+emu_reload preset=mi250x || { tap_not_ok "reload as an MI250X node"; e2e_done; }
+if pm container restore --import "$PODMAN_DIR/mig.tar.gz" --name mig3 >"$RESULTS_DIR/refused.out" 2>&1; then
+	tap_not_ok "podman container restore --import onto MI250X GCDs fails" "it succeeded"
+else
+	tap_ok "podman container restore --import onto MI250X GCDs fails"
+fi
+# criu's log of the failed restore, which runc names in the error podman prints
+log=$(grep -o '/[^ "]*restore\.log' "$RESULTS_DIR/refused.out" | head -n1)
+[ -z "$log" ] || cp "$log" "$RESULTS_DIR/refused-restore.log" 2>/dev/null
+refusal=$(grep -E 'amdgpu_plugin: .*0x740c.*0x740f|amdgpu_plugin: .*0x740f.*0x740c' "$RESULTS_DIR/refused-restore.log" 2>/dev/null | head -n1)
+if [ -n "$refusal" ]; then
+	tap_ok "the log podman's error names has the plugin's refusal: ${refusal#*amdgpu_plugin: }"
+else
+	tap_not_ok "the log podman's error names has the plugin's refusal, with the GPUs' device ids" \
+		"$(grep -v '^time=' "$RESULTS_DIR/refused.out" | tail -n 3 | tr '\n' ';')"
+	grep 'amdgpu_plugin' "$RESULTS_DIR/refused-restore.log" 2>/dev/null | grep -v param: | tail -n 4 | sed 's/^/#   /'
+fi
+no_workload() { ! pgrep -f -- "--state $state" >/dev/null; }
+tap_check "no workload process is left" no_workload
+tap_no_kfd_process "no KFD process is left"
+pm rm -f mig3 >/dev/null 2>&1
+e2e_done
