@@ -13,8 +13,9 @@
 #     (Debian's crun is built without CRIU), and the image is made without a registry: `podman
 #     import` of a directory holding the workloads and the shared libraries they load.
 #
-#   podman_enter "$@"                 first line of a scenario: re-execute it in its own mount namespace
-#   podman_setup                      overlays, the package, the image; skips (77) without podman or runc
+#   podman_enter "$@"                 re-execute the scenario in its own mount namespace
+#   podman_require                    skip (77) without podman or runc, or in a guest under 4 GiB
+#   podman_setup                      overlays, the package, the image
 #   pm <podman args...>               podman with the test bed's storage and runtime options
 #   gpu_run <name> <workload> <devices> [workload args...]
 #                                     starts a detached container running <workload>_workload with
@@ -62,9 +63,18 @@ podman_image() {
 	tar -C "$root" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
 }
 
-podman_setup() {
+podman_require() {
+	local mem_kib
 	command -v podman >/dev/null || { echo "podman is not installed"; exit 77; }
 	command -v "$PODMAN_RUNTIME" >/dev/null || { echo "$PODMAN_RUNTIME is not installed"; exit 77; }
+	mem_kib=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
+	if [ "${mem_kib:-0}" -lt $((3584 * 1024)) ]; then
+		echo "the guest has $((mem_kib / 1024)) MiB; Podman needs 4 GiB here: make check-containers"
+		exit 77
+	fi
+}
+
+podman_setup() {
 	local version deb
 	version=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$VM_REPO/debian/changelog")
 	deb=$VM_REPO/build/deb/criu-amdgpu-plugin_${version}_amd64.deb

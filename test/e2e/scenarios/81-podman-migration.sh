@@ -17,11 +17,7 @@
 . test/e2e/podman-lib.sh
 podman_enter "$@"
 e2e_require
-mem_kib=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
-if [ "${mem_kib:-0}" -lt $((3584 * 1024)) ]; then
-	echo "the guest has $((mem_kib / 1024)) MiB; Podman needs 4 GiB here: make check-containers"
-	exit 77
-fi
+podman_require
 scenario_warnings_begin
 
 emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
