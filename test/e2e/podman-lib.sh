@@ -22,6 +22,8 @@
 #                                     --state $RESULTS_DIR/<name>.state, given /dev/kfd and the render
 #                                     nodes in <devices> (space-separated); sets pid and state
 #   tap_podman <name> <podman args...>   one TAP result for a podman command (criu logs kept)
+#   podman_teardown                   removes every container and waits until no process holds
+#                                     /dev/kfd (so that the emulator unloads), naming any that does
 #   gpu_container_pid <name>          the host pid of the container's workload
 #   render_nodes [n]                  the emulated GPUs' render nodes (the first n), space-separated
 
@@ -118,6 +120,20 @@ tap_podman() {
 		grep -E 'Error|amdgpu_plugin: .*(fail|cannot|error)' "$log" | tail -n 5 | sed 's/^/#   /'
 	done
 	return 1
+}
+
+kfd_holders() {
+	local fd
+	for fd in /proc/[0-9]*/fd/*; do
+		[ "$(readlink "$fd" 2>/dev/null)" = /dev/kfd ] && echo "${fd%/fd/*}"
+	done | sort -u
+}
+
+podman_teardown() {
+	pm rm -af -t 0 >/dev/null 2>&1
+	if ! wait_for '[ -z "$(kfd_holders)" ]' 20; then
+		log "still holding /dev/kfd after podman rm: $(for p in $(kfd_holders); do tr '\0' ' ' <"$p/cmdline"; echo ';'; done)"
+	fi
 }
 
 gpu_container_pid() {

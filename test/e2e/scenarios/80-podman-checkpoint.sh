@@ -46,5 +46,5 @@ tap_podman "podman container checkpoint --export" container checkpoint --export 
 pid=$(gpu_container_pid gpu-copy)
 tap_alive_verified "imported as gpu-copy" "$pid" "$state"
 
-pm rm -f gpu gpu-copy >/dev/null 2>&1
+podman_teardown
 e2e_done

@@ -68,5 +68,5 @@ fi
 no_workload() { ! pgrep -f -- "--state $state" >/dev/null; }
 tap_check "no workload process is left" no_workload
 tap_no_kfd_process "no KFD process is left"
-pm rm -f mig3 >/dev/null 2>&1
+podman_teardown
 e2e_done
