@@ -119,7 +119,7 @@ static int open_kfd(struct ctx *c)
 	struct wl_gpu_node nodes[WL_MAX_GPUS];
 	HsaSystemProperties sys;
 	HSAKMT_STATUS s;
-	unsigned int n_nodes, i;
+	unsigned int n_nodes, i, node;
 	int n;
 
 	n = wl_gpu_nodes(nodes, WL_MAX_GPUS, &n_nodes);
@@ -151,18 +151,22 @@ static int open_kfd(struct ctx *c)
 
 		g->n = nodes[i];
 		g->ring = g->qctl = -1;
-		if (g->n.node >= sys.NumNodes) {
-			wl_err("gpu 0x%x is topology node %u, the thunk sees %u nodes", g->n.gpu_id, g->n.node,
-			       sys.NumNodes);
+		/* the thunk numbers only the nodes it may use: in a container given a subset of the
+		 * GPUs its node ids are not sysfs's, so find the GPU by its render minor (this thunk's
+		 * node properties have no gpu_id) */
+		for (node = 0; node < sys.NumNodes; node++) {
+			s = hsaKmtGetNodeProperties(node, &props);
+			if (s == HSAKMT_STATUS_SUCCESS && props.DrmRenderMinor == (HSAint32)g->n.render_minor)
+				break;
+		}
+		if (node == sys.NumNodes) {
+			wl_err("gpu 0x%x (sysfs node %u) is none of the %u nodes the thunk sees", g->n.gpu_id,
+			       g->n.node, sys.NumNodes);
 			return WL_EXIT_SETUP;
 		}
-		s = hsaKmtGetNodeProperties(g->n.node, &props);
-		if (s != HSAKMT_STATUS_SUCCESS || !props.NumFComputeCores ||
-		    props.DrmRenderMinor != (HSAint32)g->n.render_minor) {
-			wl_err("hsaKmtGetNodeProperties(%u): %s, %u SIMDs, render minor %d;"
-			       " sysfs has gpu 0x%x on renderD%u",
-			       g->n.node, status_name(s), props.NumFComputeCores, props.DrmRenderMinor, g->n.gpu_id,
-			       g->n.render_minor);
+		g->n.node = node;
+		if (!props.NumFComputeCores) {
+			wl_err("hsaKmtGetNodeProperties(%u): no SIMDs for gpu 0x%x", node, g->n.gpu_id);
 			return WL_EXIT_SETUP;
 		}
 		c->nodes[i] = g->n.node;

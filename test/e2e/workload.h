@@ -48,7 +48,7 @@ void wl_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ---- sysfs topology ---------------------------------------------------- */
 
 struct wl_gpu_node {
-	unsigned int node; /* topology node index == hsaKmt NodeId */
+	unsigned int node; /* sysfs topology node index (hsakmt_workload: the thunk's NodeId) */
 	uint32_t gpu_id;
 	unsigned int render_minor;
 	uint32_t simd_count, simd_per_cu, array_count, simd_arrays_per_engine;

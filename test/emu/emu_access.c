@@ -10,9 +10,14 @@
  * io_links) fails with -EPERM, and opening its render node fails with
  * -EPERM.  That is how a container is given a subset of a node's GPUs.
  *
- * The emulator keeps a table instead of a device controller: one rule per
- * cgroup v2 directory, naming the GPUs its tasks may use.  A task in that
- * cgroup or below it sees only the GPUs every rule on its path allows.
+ * The emulator asks the kernel's device cgroup the same question, for the
+ * render node's character device (DRM major, the render minor, read and
+ * write): a container runtime's device filter (runc and crun attach a
+ * cgroup v2 device program) hides the GPUs it does not list, as it would
+ * on a real node.  On top of that it keeps a table, for scenarios that
+ * build a container by hand: one rule per cgroup v2 directory, naming the
+ * GPUs its tasks may use.  A task in that cgroup or below it sees only the
+ * GPUs every rule on its path allows.
  * Rules are written to debugfs amdgpu_emu/gpu_access, one per line:
  *   <cgroup path> <gpu_id>[,<gpu_id>...]   e.g. "/scenario-50/ctr 0x2b8c"
  *   <cgroup path> none                      no GPU at all
@@ -21,6 +26,8 @@
  * it; gpu_ids are those of the topology now (decimal or 0x hex).
  */
 #include <linux/cgroup.h>
+#include <linux/device_cgroup.h>
+#include <drm/drm_ioctl.h>
 #include <linux/kernel.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
@@ -49,6 +56,10 @@ bool emu_gpu_visible(const struct emu_gpu *gpu)
 	bool visible = true;
 	unsigned int i;
 
+	if (gpu->render_minor >= 0 &&
+	    devcgroup_check_permission(DEVCG_DEV_CHAR, DRM_MAJOR, gpu->render_minor,
+				       DEVCG_ACC_READ | DEVCG_ACC_WRITE))
+		return false;
 	if (!READ_ONCE(emu_n_access_rules))
 		return true;
 	rcu_read_lock();

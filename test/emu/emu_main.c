@@ -143,6 +143,11 @@ static const struct emu_preset presets[] = {
 		.unique_id_base = 0x3c0e1a2b4d5f6071ULL,
 		.default_gpu_ids = { 0x4f1e },
 	}, {
+		/* a node with one MI210 */
+		.name = "mi210", .model = &model_mi210, .n_gpus = 1,
+		.unique_id_base = 0x5a6b7c8d9eaf2d30ULL,
+		.default_gpu_ids = { 0x58d2 },
+	}, {
 		.name = "2xmi210", .model = &model_mi210, .n_gpus = 2,
 		.unique_id_base = 0x5a6b7c8d9eaf0b12ULL,
 		.default_gpu_ids = { 0xc1e6, 0x2b8c },
