@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "device_files.hpp"
 
+#include "error.hpp"
+
+#include <dirent.h>
 #include <sys/sysmacros.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <set>
 
 namespace amdgpu {
 
@@ -33,6 +41,67 @@ const char *to_string(GpuFileKind kind)
 		break;
 	}
 	return "not a GPU file";
+}
+
+namespace {
+
+bool is_char_device(const std::string &path, dev_t rdev, std::string *what)
+{
+	struct stat st;
+	if (stat(path.c_str(), &st)) {
+		if (what)
+			*what = errno == ENOENT ? "absent" : strerror(errno);
+		return false;
+	}
+	if (S_ISCHR(st.st_mode) && st.st_rdev == rdev)
+		return true;
+	if (what)
+		*what = S_ISCHR(st.st_mode)
+				? strprintf("device %u:%u", major(st.st_rdev), minor(st.st_rdev))
+				: std::string("not a character device");
+	return false;
+}
+
+struct DirCloser {
+	void operator()(DIR *d) const { closedir(d); }
+};
+
+} // namespace
+
+std::string find_char_device(const std::string &dir, const std::string &preferred, dev_t rdev,
+			     std::string *preferred_is)
+{
+	const std::string first = dir + "/" + preferred;
+	if (is_char_device(first, rdev, preferred_is))
+		return first;
+	std::unique_ptr<DIR, DirCloser> d(opendir(dir.c_str()));
+	if (!d)
+		return {};
+	while (const dirent *de = readdir(d.get())) {
+		if (de->d_name[0] == '.' || preferred == de->d_name)
+			continue;
+		const std::string path = dir + "/" + de->d_name;
+		if (is_char_device(path, rdev, nullptr))
+			return path;
+	}
+	return {};
+}
+
+std::string describe_char_devices(const std::string &dir)
+{
+	std::set<std::string> found;
+	if (std::unique_ptr<DIR, DirCloser> d(opendir(dir.c_str())); d) {
+		while (const dirent *de = readdir(d.get())) {
+			struct stat st;
+			if (de->d_name[0] != '.' && !stat((dir + "/" + de->d_name).c_str(), &st) &&
+			    S_ISCHR(st.st_mode))
+				found.insert(strprintf("%s (%u:%u)", de->d_name, major(st.st_rdev), minor(st.st_rdev)));
+		}
+	}
+	std::string out;
+	for (const std::string &f : found)
+		out += (out.empty() ? "" : ", ") + f;
+	return out.empty() ? "no device" : out;
 }
 
 } // namespace amdgpu

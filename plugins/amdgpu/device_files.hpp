@@ -5,6 +5,9 @@
 #pragma once
 
 #include <sys/stat.h>
+#include <sys/types.h>
+
+#include <string>
 
 namespace amdgpu {
 
@@ -24,5 +27,17 @@ inline constexpr const char *kKfdPath = "/dev/kfd";
 GpuFileKind classify_device(const struct stat &st, const char *kfd_path = kKfdPath);
 
 const char *to_string(GpuFileKind kind);
+
+// Where the character device `rdev` is in `dir` of this mount namespace: `preferred` (a name in
+// `dir`) when it is that device, else the first entry of `dir` that is (a container may hold a
+// GPU's render node under another name than the one sysfs gives: `podman run --device
+// HOST:CONTAINER`, a device plugin that renames it). Empty when `dir` has no such device;
+// `preferred_is` then says what `preferred` is instead ("absent", "device 226:129", ...).
+std::string find_char_device(const std::string &dir, const std::string &preferred, dev_t rdev,
+			     std::string *preferred_is = nullptr);
+
+// The character devices in `dir`, for an error message: "renderD129 (226:129), card1 (226:1)"
+// in name order, or "no device" (also when `dir` cannot be read).
+std::string describe_char_devices(const std::string &dir);
 
 } // namespace amdgpu

@@ -11,6 +11,7 @@
 #include "topology_image.hpp"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -30,7 +31,7 @@ constexpr uint64_t kMaxPrivData = 1ull << 30;
 DumpSession::DumpSession(const Options &options, ImageDir image_dir, std::filesystem::path topology_dir,
 			 std::string kfd_path)
     : options_(options), image_dir_(std::move(image_dir)), topology_dir_(std::move(topology_dir)),
-      kfd_path_(std::move(kfd_path))
+      kfd_path_(std::move(kfd_path)), owner_(getpid())
 {
 }
 
@@ -206,6 +207,10 @@ void DumpSession::dump_render_node(uint32_t id, unsigned int minor)
 
 void DumpSession::finish()
 {
+	if (getpid() != owner_) {
+		paused_.clear(); // closes this helper's copies of the fds, nothing more
+		return;
+	}
 	for (PausedProcess &p : paused_) {
 		if (const int ret = kfd::criu_unpause(p.fd.get()))
 			pr_err("pid %u: KFD UNPAUSE failed, its GPU queues may stay stopped: %s", p.pid,

@@ -16,6 +16,8 @@
 #include "topology.hpp"
 #include "unique_fd.hpp"
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -38,7 +40,10 @@ public:
 	void dump_render_node(uint32_t id, unsigned int minor);
 
 	// Resumes the queues of every process this session paused. Safe to call more than once;
-	// failures are logged (there is nobody left to return them to).
+	// failures are logged (there is nobody left to return them to). In any process but the one
+	// that made the session it only lets go: criu forks helpers (one per namespace it dumps)
+	// whose exit() destroys their copy of the session, and a helper must never run the queues
+	// while criu still dumps the tasks' memory.
 	void finish();
 
 private:
@@ -63,6 +68,7 @@ private:
 	// actual gpu_id -> the gpu_id the dumped processes know it by (they differ after a migration).
 	std::map<uint32_t, uint32_t> user_gpu_ids_;
 	bool version_checked_ = false;
+	pid_t owner_; // the criu process that pauses and resumes
 };
 
 } // namespace amdgpu

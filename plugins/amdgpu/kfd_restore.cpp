@@ -4,6 +4,7 @@
 #include "bo_transfer.hpp"
 #include "criu_abi.hpp"
 #include "criu_api.hpp"
+#include "device_files.hpp"
 #include "error.hpp"
 #include "hsakmt_shm.hpp"
 #include "image_store.hpp"
@@ -15,6 +16,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -136,7 +138,19 @@ unique_fd RestoreSession::open_render_node(uint32_t actual_gpu_id)
 	const Node *gpu = local_topology().gpu(actual_gpu_id);
 	if (!gpu)
 		fail(-ENODEV, "local GPU 0x%04x is not in the KFD topology", actual_gpu_id);
-	const std::string path = strprintf("%s/renderD%u", paths_.dri.c_str(), gpu->props.drm_render_minor);
+	const unsigned int minor_nr = gpu->props.drm_render_minor;
+	const std::string name = strprintf("renderD%u", minor_nr);
+	std::string named_is;
+	const std::string path = find_char_device(paths_.dri, name, makedev(kDrmMajor, minor_nr), &named_is);
+	if (path.empty())
+		fail(-ENOENT,
+		     "GPU 0x%04x has no render node in this mount namespace: %s/%s is %s and no other entry "
+		     "of %s is device %u:%u (a container must be given the GPU's render node)",
+		     actual_gpu_id, paths_.dri.c_str(), name.c_str(), named_is.c_str(), paths_.dri.c_str(),
+		     kDrmMajor, minor_nr);
+	if (path != paths_.dri + "/" + name)
+		pr_info("GPU 0x%04x: its render node %s is %s in this mount namespace", actual_gpu_id,
+			name.c_str(), path.c_str());
 	unique_fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
 	if (!fd)
 		fail_errno(errno, "cannot open %s for GPU 0x%04x%s", path.c_str(), actual_gpu_id,
@@ -145,6 +159,32 @@ unique_fd RestoreSession::open_render_node(uint32_t actual_gpu_id)
 	if (!high)
 		fail_errno(errno, "cannot move the fd of %s above the task's fds", path.c_str());
 	return high;
+}
+
+void RestoreSession::require_render_nodes(const GpuMap &map)
+{
+	// KFD gave this task every GPU its device cgroup allows, used by the image or not, and each
+	// needs a render node here: a container that lacks some hears of all of them at once.
+	std::string missing;
+	for (const Node *gpu : local_topology().gpus()) {
+		const unsigned int minor_nr = gpu->props.drm_render_minor;
+		const std::string name = strprintf("renderD%u", minor_nr);
+		if (!find_char_device(paths_.dri, name, makedev(kDrmMajor, minor_nr)).empty())
+			continue;
+		std::string role = "which the image does not use";
+		for (const auto &[user, actual] : map.gpu_ids)
+			if (actual == gpu->gpu_id)
+				role = strprintf("the image's GPU 0x%04x", user);
+		missing += strprintf("%s0x%04x (%s/%s, device %u:%u, %s)", missing.empty() ? "" : "; ", gpu->gpu_id,
+				     paths_.dri.c_str(), name.c_str(), kDrmMajor, minor_nr, role.c_str());
+	}
+	if (!missing.empty())
+		fail(-ENOENT,
+		     "this task has %zu GPU(s) through KFD (every one its device cgroup allows) and each needs "
+		     "its render node in this mount namespace, which lacks: %s; %s holds %s (a container must "
+		     "be given the render node of every GPU it may use)",
+		     local_topology().gpus().size(), missing.c_str(), paths_.dri.c_str(),
+		     describe_char_devices(paths_.dri).c_str());
 }
 
 int RestoreSession::render_fd(uint32_t actual_gpu_id)
@@ -184,6 +224,8 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	check_kfd_version(kfd.get(), paths_.kfd);
 
 	const GpuMap &map = gpu_map(*msg, image);
+
+	require_render_nodes(map);
 
 	// KFD wants one bucket per GPU this task can see. GPUs the image does not use keep their
 	// own id unless the image already uses it for another GPU.

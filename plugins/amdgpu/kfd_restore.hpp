@@ -84,7 +84,9 @@ private:
 	const GpuMap &gpu_map(const CriuKfd &msg, const std::string &image);
 	// Finds this task's kfd image when a render node comes first.
 	const GpuMap *gpu_map_from_own_image();
-	// A new render-node file of a local GPU, above the task's fds.
+	// Fails, naming them all, if any local GPU has no render node in this mount namespace.
+	void require_render_nodes(const GpuMap &map);
+	// A new render-node file of a local GPU (found by its device number), above the task's fds.
 	unique_fd open_render_node(uint32_t actual_gpu_id);
 	// The render-node file of a GPU shared by KFD (its VM), the task's render fds and its mappings.
 	int render_fd(uint32_t actual_gpu_id);

@@ -10,11 +10,13 @@
 #                                        fd table, memory map, GPU state and host surroundings;
 #                                        on a larger node, GPUs it gained are not a difference
 #
-# Normalised so that a faithful restore on other GPUs compares equal: render nodes are named by the
-# gpu_id the task knows (not the minor), device mappings by the same; mmap offsets, which a restore
+# Normalised so that a faithful restore on other GPUs compares equal: render nodes (found by their
+# device number, whatever their path) are named by the gpu_id the task knows (not the minor),
+# device mappings by the same; mmap offsets, which a restore
 # moves, are left out; adjacent mappings of one file with the same protection are merged (criu
 # restores a split read-only region as one). What is compared:
 #   fd      every fd: number, kind of file (path, render node of which GPU, pipe, socket...), flags
+#           (but O_LARGEFILE)
 #   map     every mapping: addresses, protection, what it maps
 #   gpu     the emulator's view: one KFD process, its GPUs, BOs (handle, VA, size, flags, mapped
 #           GPUs), queues (GPU, type), events. Not whether a GPU's VM was acquired: KFD's RESTORE
@@ -52,23 +54,33 @@ task_snapshot() {
 	local pid=$1 out=$2 f n target flags minor
 	local -A gpu_of=()
 	while read -r minor id; do gpu_of[$minor]=$id; done < <(snapshot_render_ids "$pid")
+	# the GPU of an fd or mapping of a render node, by the node's device number: its name may
+	# not be the one sysfs gives (a node renamed, a container's /dev)
+	render_gpu() {
+		local t
+		t=$(stat -L -c %T "$1" 2>/dev/null) && echo "${gpu_of[$((16#$t))]:-?}" || echo "?"
+	}
 	{
 		for f in /proc/"$pid"/fd/*; do
 			n=${f##*/}
 			target=$(readlink "$f") || continue
 			flags=$(awk '$1 == "flags:" { print $2 }' "/proc/$pid/fdinfo/$n" 2>/dev/null)
+			# O_LARGEFILE means nothing to a 64-bit task, and a container engine hands criu
+			# new stdio pipes with it set
+			[ -z "$flags" ] || flags=$(printf '0%o' $((8#$flags & ~8#100000)))
 			case "$target" in
-			/dev/dri/renderD*) target="render node of GPU ${gpu_of[${target#/dev/dri/renderD}]:-?}" ;;
+			/dev/dri/renderD*) target="render node of GPU $(render_gpu "$f")" ;;
 			pipe:* | socket:*) target=${target%%:*} ;;
 			esac
 			echo "fd $n $target flags $flags"
 		done | sort -n -k2
-		awk -v ids="$(for m in "${!gpu_of[@]}"; do echo "$m=${gpu_of[$m]}"; done)" '
+		awk -v ids="$(awk '$6 ~ /^\/dev\/dri\/renderD/ { print $1 }' "/proc/$pid/maps" | while read -r range; do
+			echo "$range=$(render_gpu "/proc/$pid/map_files/$range")"; done)" '
 			BEGIN { n = split(ids, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], kv, "="); gpu[kv[1]] = kv[2] } }
 			{
 				split($1, r, "-"); what = $6
 				for (i = 7; i <= NF; i++) what = what " " $i
-				if (what ~ /^\/dev\/dri\/renderD/) what = "render node of GPU " gpu[substr(what, 17)]
+				if (what ~ /^\/dev\/dri\/renderD/) what = "render node of GPU " gpu[$1]
 				if (what == "") what = "anonymous"
 				if (have && r[1] == end && $2 == perm && what == cur && what != "anonymous") { end = r[2]; next }
 				if (have) print "map " start "-" end " " perm " " cur

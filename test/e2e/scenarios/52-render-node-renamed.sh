@@ -1,11 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Upstream criu#2723: in the restoring environment the render node the KFD topology names
-# (drm_render_minor) does not exist under that name (a container exposed it as another
-# renderD*). The restore must fail with an error that names the missing path and the GPU —
-# not report success after handing KFD an fd of -77 — and leave no task running. With the node
-# back under its name, the same images restore and verify.
+# Upstream criu#2723/#2888: in the restoring environment a GPU's render node is not where the
+# KFD topology's drm_render_minor says (a container given the GPU under another device path).
+#  - The node is not in /dev/dri at all: the restore fails with an error that names the path,
+#    the GPU and the device number it looked for — not success after handing KFD an fd of -77 —
+#    and leaves no task and no KFD process.
+#  - The two GPUs' nodes swapped names: the plugin finds each GPU's node by its device number,
+#    not by the name (which now opens the other GPU), and the same images restore and verify.
 # timeout: 300
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
@@ -37,10 +39,11 @@ emu_reload preset=2xmi210 gpu_ids=0x4d01,0x4d02 render_minor_base=150 || { tap_n
 mapfile -t nodes < <(emu_gpu_nodes)
 mapfile -t ids < <(gpu_ids_hex)
 minor=$(emu_node_prop "${nodes[1]}" drm_render_minor)
+other=/dev/dri/renderD$(emu_node_prop "${nodes[0]}" drm_render_minor)
 node=/dev/dri/renderD$minor
-moved=/dev/dri/renderD$((minor + 20))
-mv "$node" "$moved" || { tap_not_ok "rename $node"; tap_done; }
-trap '[ ! -e "$moved" ] || mv "$moved" "$node"' EXIT
+away=/run/renderD$minor.away
+mv "$node" "$away" || { tap_not_ok "move $node out of /dev/dri"; tap_done; }
+trap '[ ! -e "$away" ] || mv "$away" "$node"' EXIT
 
 criu_restore "$imgs"
 rc=$?
@@ -50,8 +53,8 @@ if [ "$rc" -ne 0 ]; then
 else
 	tap_not_ok "restore fails while $node is missing" "criu restore succeeded"
 fi
-tap_check "the plugin's error names $node and GPU ${ids[1]}" \
-	grep -q "amdgpu_plugin: .*$node.*${ids[1]}" "$fail_log"
+tap_check "the plugin's error names GPU ${ids[1]}, $node and device 226:$minor" \
+	grep -q "amdgpu_plugin: .*${ids[1]}.*$node.*226:$minor" "$fail_log"
 grep -m1 "amdgpu_plugin: .*$node" "$fail_log" | sed 's/^/#   /'
 if grep -q 'amdgpu_plugin: .*restored amdgpu-kfd' "$fail_log"; then
 	tap_not_ok "the plugin does not report the KFD restore as done" "$(grep -m1 'restored amdgpu-kfd' "$fail_log")"
@@ -67,15 +70,20 @@ fi
 tap_check "the emulator holds no KFD process" \
 	wait_for "! grep -q '^pid\\|^process' /sys/kernel/debug/amdgpu_emu/processes" 10
 
-mv "$moved" "$node"
+# the two nodes' names swapped: by name, each would open the other GPU
+mv "$other" "$node" && mv "$away" "$other" || { tap_not_ok "swap the render nodes' names"; tap_done; }
+unswap() { mv "$node" "$away" && mv "$other" "$node" && mv "$away" "$other" && trap - EXIT; }
+trap unswap EXIT
 criu_restore "$imgs"
 rc=$?
 if [ "$rc" -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
-	tap_ok "with $node back, the same images restore"
+	tap_ok "with the nodes' names swapped, the same images restore"
 else
-	tap_not_ok "with $node back, the same images restore" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
+	tap_not_ok "with the nodes' names swapped, the same images restore" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
 	tap_done
 fi
+tap_check "the plugin says where it found GPU ${ids[1]}'s node" \
+	grep -q "amdgpu_plugin: GPU ${ids[1]}: its render node renderD$minor is $other" "$CRIU_LAST_LOG"
 tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
 tap_wl_check "restored queues beat" "$pid" USR2 "$state" 60
 tap_same_task "restored" "$RESULTS_DIR/w52.dumped" "$pid"
@@ -83,5 +91,6 @@ tap_same_task "restored" "$RESULTS_DIR/w52.dumped" "$pid"
 kill -TERM "$pid"
 wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
 [ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+unswap
 emu_unload
 tap_done
