@@ -17,7 +17,7 @@ packages=(
 	# the Debian package (make deb) and its checks
 	dpkg-dev debhelper lintian
 	# GPU containers in the guest (Debian's crun has no CRIU support: runc checkpoints)
-	podman runc conmon containernetworking-plugins
+	podman runc crun conmon containernetworking-plugins
 	# real GPU clients run inside the guest
 	libhsakmt1 libhsakmt-dev rocminfo libhsa-runtime64-1 libhsa-runtime-dev libamdhip64-dev
 )

@@ -48,6 +48,8 @@ else
 	run_suite "VM suite" env VM_CRIU=3.17.1 test/vm/run-suite.sh
 	# A BO over 4 GiB needs a guest larger than the suite's; it gets one of its own.
 	run_suite "VM suite, 10 GiB guest (BO over 4 GiB)" env VM_CRIU=3.17.1 VM_MEM=10240 VM_SCENARIOS='e2e/42-*' test/vm/run-suite.sh
+	# GPU containers: Podman and its storage need a 4 GiB guest.
+	run_suite "VM suite, 4 GiB guest (GPU containers under Podman)" env VM_CRIU=3.17.1 VM_MEM=4096 VM_SCENARIOS='e2e/8*' test/vm/run-suite.sh
 	# The checkpoint/restore scenarios once more under each newer criu users run (test/criu/).
 	for criu in ${CHECK_CRIU_VERSIONS:-4.1.1 4.2.1 4.3-abi}; do
 		run_suite "VM suite, criu $criu (checkpoint/restore scenarios)" \

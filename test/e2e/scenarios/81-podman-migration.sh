@@ -6,8 +6,9 @@
 #    container runs on, its queues unpaused, every byte verified;
 #  - migration: checkpoint --export, the emulator reloaded as another node (other gpu_ids, same
 #    render nodes), restore --import under a new name: the workload carries on, every byte verified;
-#  - an export restored on a node whose GPUs cannot take it (MI250X GCDs for MI210s): podman
-#    restore fails; its error names criu's restore log (podman 4.3 and runc 1.1 relay no more of
+#  - an export restored on a node whose GPUs cannot take it (MI250X GCDs for MI210s):
+#    amdgpu-topology --images on the unpacked archive says so first (exit 1, both device ids),
+#    as the README's flow does; then podman restore fails; its error names criu's restore log (podman 4.3 and runc 1.1 relay no more of
 #    criu's output than that), where the plugin's refusal names the GPU, the property and the
 #    values; no workload process or KFD process is left behind.
 # It needs a 4 GiB guest (make check-containers); the main guest skips it.
@@ -49,6 +50,16 @@ pm rm -f mig2 >/dev/null 2>&1
 wait_for "task_gone $pid '$state'" 10
 
 emu_reload preset=mi250x || { tap_not_ok "reload as an MI250X node"; e2e_done; }
+unpacked=$PODMAN_DIR/mig-unpacked
+# (podman compresses the archive with zstd whatever its name: tar finds out)
+mkdir -p "$unpacked" && tar -C "$unpacked" -xf "$PODMAN_DIR/mig.tar.gz"
+images=$(find "$unpacked" -name 'amdgpu-kfd-*.img' | head -n 1)
+images=${images%/*}
+/usr/bin/amdgpu-topology --images "${images:-$unpacked}" >"$RESULTS_DIR/topology-images.out" 2>&1
+rc=$?
+tap_check "amdgpu-topology --images on the export's ${images#"$unpacked"/}: no mapping (exit $rc), naming 0x740f and 0x740c" \
+	eval '[ "$rc" = 1 ] && grep -q 0x740f "$RESULTS_DIR/topology-images.out" && grep -q 0x740c "$RESULTS_DIR/topology-images.out"'
+grep -m2 -i 'refus\|no mapping\|0x740c' "$RESULTS_DIR/topology-images.out" | sed 's/^/#   /'
 if pm container restore --import "$PODMAN_DIR/mig.tar.gz" --name mig3 >"$RESULTS_DIR/refused.out" 2>&1; then
 	tap_not_ok "podman container restore --import onto MI250X GCDs fails" "it succeeded"
 else
