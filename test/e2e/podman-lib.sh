@@ -22,6 +22,11 @@
 #                                     --state $RESULTS_DIR/<name>.state, given /dev/kfd and the render
 #                                     nodes in <devices> (space-separated); sets pid and state
 #   tap_podman <name> <podman args...>   one TAP result for a podman command (criu logs kept)
+#   tap_import_refused <what> <archive> <new name> <refusal regex>
+#                                     restore --import must fail; the criu log podman's error names
+#                                     must hold the plugin's refusal (matching the regex); no
+#                                     workload process ($state), no running container, no KFD
+#                                     process may be left
 #   podman_teardown                   removes every container and waits until no process holds
 #                                     /dev/kfd (so that the emulator unloads), naming any that does
 #   gpu_container_pid <name>          the host pid of the container's workload
@@ -120,6 +125,32 @@ tap_podman() {
 		grep -E 'Error|amdgpu_plugin: .*(fail|cannot|error)' "$log" | tail -n 5 | sed 's/^/#   /'
 	done
 	return 1
+}
+
+tap_import_refused() {
+	local what=$1 archive=$2 name=$3 regex=$4 out=$RESULTS_DIR/refused-$3.out log refusal
+	if pm container restore --import "$archive" --name "$name" >"$out" 2>&1; then
+		tap_not_ok "podman container restore --import $what fails" "it succeeded"
+	else
+		tap_ok "podman container restore --import $what fails"
+	fi
+	# criu's log of the failed restore, which runc names in the error podman prints (podman 4.3
+	# and runc 1.1 relay no more of criu's output than that)
+	log=$(grep -o '/[^ "]*restore\.log' "$out" | head -n 1)
+	[ -z "$log" ] || cp "$log" "$RESULTS_DIR/refused-$name-restore.log" 2>/dev/null
+	refusal=$(grep -E "amdgpu_plugin: .*($regex)" "$RESULTS_DIR/refused-$name-restore.log" 2>/dev/null | head -n 1)
+	if [ -n "$refusal" ]; then
+		tap_ok "the log podman's error names has the plugin's refusal: ${refusal#*amdgpu_plugin: }"
+	else
+		tap_not_ok "the log podman's error names has the plugin's refusal ($regex)" \
+			"$(grep -v '^time=' "$out" | tail -n 3 | tr '\n' ';')"
+		grep 'amdgpu_plugin' "$RESULTS_DIR/refused-$name-restore.log" 2>/dev/null | grep -v param: | tail -n 4 |
+			sed 's/^/#   /'
+	fi
+	tap_check "no workload process is left" eval '! pgrep -f -- "--state $state" >/dev/null'
+	tap_check "the container $name is not running" \
+		test "$(pm inspect -f '{{.State.Running}}' "$name" 2>/dev/null || echo absent)" != true
+	tap_no_kfd_process "no KFD process is left"
 }
 
 kfd_holders() {

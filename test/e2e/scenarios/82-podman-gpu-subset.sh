@@ -70,27 +70,8 @@ wait_for "task_gone $pid '$state'" 10
 
 emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 render_minor_base=160 ||
 	{ tap_not_ok "reload as a two-GPU node with other render minors"; e2e_done; }
-if pm container restore --import "$PODMAN_DIR/sub.tar.gz" --name sub3 >"$RESULTS_DIR/refused.out" 2>&1; then
-	tap_not_ok "podman container restore --import onto GPUs the container has no render node of fails" "it succeeded"
-else
-	tap_ok "podman container restore --import onto GPUs the container has no render node of fails"
-fi
-log=$(grep -o '/[^ "]*restore\.log' "$RESULTS_DIR/refused.out" | head -n1)
-[ -z "$log" ] || cp "$log" "$RESULTS_DIR/refused-restore.log" 2>/dev/null
-refusal=$(grep -E 'amdgpu_plugin: .*0x0e01 \(/dev/dri/renderD160, device 226:160.*0x0e02 \(/dev/dri/renderD161, device 226:161, the image.s GPU 0x2b8c\).*renderD129 \(226:129\)' \
-	"$RESULTS_DIR/refused-restore.log" 2>/dev/null | head -n1)
-if [ -n "$refusal" ]; then
-	tap_ok "the log podman's error names has the plugin's refusal: ${refusal#*amdgpu_plugin: }"
-else
-	tap_not_ok "the log podman's error names has the plugin's refusal naming both GPUs' render nodes and the container's" \
-		"$(grep -v '^time=' "$RESULTS_DIR/refused.out" | tail -n 3 | tr '\n' ';')"
-	grep 'amdgpu_plugin' "$RESULTS_DIR/refused-restore.log" 2>/dev/null | grep -v param: | tail -n 4 | sed 's/^/#   /'
-fi
-no_workload() { ! pgrep -f -- "--state $state" >/dev/null; }
-tap_check "no workload process is left" no_workload
-tap_check "the container is not running" \
-	test "$(pm inspect -f '{{.State.Running}}' sub3 2>/dev/null || echo absent)" != true
-tap_no_kfd_process "no KFD process is left"
+tap_import_refused "onto GPUs the container has no render node of" "$PODMAN_DIR/sub.tar.gz" sub3 \
+	'0x0e01 \(/dev/dri/renderD160, device 226:160.*0x0e02 \(/dev/dri/renderD161, device 226:161, the image.s GPU 0x2b8c\).*renderD129 \(226:129\)'
 podman_teardown
 
 e2e_done
