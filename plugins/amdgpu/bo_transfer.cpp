@@ -121,6 +121,7 @@ public:
 private:
 	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
 	void submit(Slot &slot, size_t chunk_index);
+	const MappedBo &mapped_bo(uint32_t index); // imported on first use, while earlier chunks copy
 	ImageWriter &writer(); // opened at its turn
 	ImageReader &reader(); // opened at its turn
 	void finish_image();   // closes the image and passes the turn on
@@ -134,6 +135,9 @@ private:
 	const std::atomic<bool> &cancel_;
 	ImageTurns &turns_;
 	uint64_t total_ = 0;
+	uint64_t io_bytes_ = 0;
+	uint64_t zero_bytes_ = 0;
+	HoleMap holes_; // restoring: the image's
 
 	std::vector<TransferChunk> plan_;
 	// Members die in reverse: every BO mapping must be undone through the device before the
@@ -155,7 +159,7 @@ void GpuWorker::complete(Slot &slot)
 	const TransferChunk &c = plan_[*slot.chunk];
 	slot.chunk.reset();
 	if (dir_ == CopyDirection::to_image)
-		writer().write({ slot.memory.data(), static_cast<size_t>(c.len) });
+		writer().write_sparse({ slot.memory.data(), static_cast<size_t>(c.len) });
 }
 
 ImageWriter &GpuWorker::writer()
@@ -177,40 +181,63 @@ ImageReader &GpuWorker::reader()
 			fail(-EINVAL, "image %s holds %llu bytes, but the GPU 0x%04x BOs it restores need %llu",
 			     name.c_str(), static_cast<unsigned long long>(reader_->payload_size()), job_.image_gpu_id,
 			     static_cast<unsigned long long>(total_));
+		holes_ = reader_->holes();
 	}
 	return *reader_;
 }
 
 void GpuWorker::finish_image()
 {
-	if (dir_ == CopyDirection::to_image)
+	if (dir_ == CopyDirection::to_image) {
 		writer().finish();
+		io_bytes_ = writer_->stored();
+		zero_bytes_ = writer_->holes();
+	}
 	reader_.reset();
 	turns_.pass(job_index_);
+}
+
+const MappedBo &GpuWorker::mapped_bo(uint32_t index)
+{
+	if (!bos_[index])
+		bos_[index].emplace(MappedBo::import_dmabuf(*dev_, job_.dmabuf_fds[index], job_.sizes[index]));
+	return *bos_[index];
 }
 
 void GpuWorker::submit(Slot &slot, size_t chunk_index)
 {
 	const TransferChunk &c = plan_[chunk_index];
-	if (dir_ == CopyDirection::from_image) {
-		reader().read({ slot.memory.data(), static_cast<size_t>(c.len) });
-		if (chunk_index + 1 == plan_.size())
-			finish_image(); // read to the end: the next GPU's image may come
-	}
-
 	ib_.clear();
 	std::vector<amdgpu_bo_handle> resources { slot.staging.handle() };
 	for (const TransferPiece &p : c.pieces) {
-		const MappedBo &bo = *bos_[p.bo];
+		const MappedBo &bo = mapped_bo(p.bo);
 		const uint64_t bo_va = bo.va() + p.bo_offset;
 		const uint64_t staging_va = slot.staging.va() + p.slot_offset;
-		if (dir_ == CopyDirection::to_image)
+		if (dir_ == CopyDirection::to_image) {
 			sdma::emit_copy_linear(ib_, bo_va, staging_va, p.len);
-		else
-			sdma::emit_copy_linear(ib_, staging_va, bo_va, p.len);
+		} else {
+			// the image's data is read into the staging buffer and copied; its holes are
+			// skipped and filled with zeros by the engine
+			const uint64_t at = c.image_offset + p.slot_offset;
+			reader(); // opened at its turn, which finds its holes
+			for (const Extent &e : holes_.split(at, p.len)) {
+				const uint64_t d = e.offset - at;
+				if (e.zero) {
+					reader().skip(e.len);
+					sdma::emit_const_fill(ib_, bo_va + d, 0, e.len);
+					zero_bytes_ += e.len;
+				} else {
+					reader().read({ slot.memory.data() + p.slot_offset + d, static_cast<size_t>(e.len) });
+					sdma::emit_copy_linear(ib_, staging_va + d, bo_va + d, e.len);
+					io_bytes_ += e.len;
+				}
+			}
+		}
 		if (resources.back() != bo.handle())
 			resources.push_back(bo.handle());
 	}
+	if (dir_ == CopyDirection::from_image && chunk_index + 1 == plan_.size())
+		finish_image(); // read to the end: the next GPU's image may come
 	sdma::pad_ib(ib_);
 	if (ib_.size() * sizeof(uint32_t) > slot.ib.size())
 		fail(-EOVERFLOW, "GPU 0x%04x: %zu-dword indirect buffer exceeds its %llu bytes", job_.gpu_id,
@@ -224,6 +251,7 @@ CopyStats GpuWorker::run()
 {
 	const auto start = std::chrono::steady_clock::now();
 	CopyStats stats;
+	stats.direction = dir_;
 	stats.gpu_id = job_.gpu_id;
 	uint64_t total = 0;
 	for (uint64_t s : job_.sizes)
@@ -247,28 +275,30 @@ CopyStats GpuWorker::run()
 	if (total) {
 		dev_.emplace(job_.render_fd, job_.gpu_id);
 		bos_.resize(job_.sizes.size());
-		for (size_t i = 0; i < job_.sizes.size(); i++)
-			if (job_.sizes[i])
-				bos_[i].emplace(MappedBo::import_dmabuf(*dev_, job_.dmabuf_fds[i], job_.sizes[i]));
 
 		const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 		const StagingShape shape = staging_shape(budget_, total, page);
 		plan_ = plan_transfer(job_.sizes, shape.slot_size, kMaxPiecesPerChunk);
-		const uint64_t ib_bytes = (sdma::copy_linear_packets(shape.slot_size) + kMaxPiecesPerChunk) *
-						  sdma::kCopyLinearDwords * 4 +
+		// every hole of a chunk splits one copy and adds fills; holes are at least kMinFillBytes
+		const uint64_t max_holes = shape.slot_size / kMinFillBytes + 1;
+		const uint64_t ib_bytes = (sdma::copy_linear_packets(shape.slot_size) + kMaxPiecesPerChunk + max_holes) *
+						  (sdma::kCopyLinearDwords + sdma::kConstFillDwords) * 4 +
 					  sdma::kIbAlignDwords * 4;
 		const size_t nslots = std::min<size_t>(shape.slots, plan_.size());
-		for (size_t i = 0; i < nslots; i++)
-			slots_.push_back(std::make_unique<Slot>(*dev_, shape.slot_size, job_.numa_node, ib_bytes));
 		stats.staging_bytes = nslots * shape.slot_size;
 		queue_.emplace(*dev_);
+		stats.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
 		try {
 			for (size_t i = 0; i < plan_.size(); i++) {
 				if (cancel_.load(std::memory_order_relaxed))
 					fail(-ECANCELED, "GPU 0x%04x: copy stopped after another GPU failed",
 					     job_.gpu_id);
-				Slot &slot = *slots_[i % slots_.size()];
+				// a slot is made (its memory registered with the GPU) when first needed, while
+				// the engine already copies through the earlier ones
+				if (slots_.size() < nslots)
+					slots_.push_back(std::make_unique<Slot>(*dev_, shape.slot_size, job_.numa_node, ib_bytes));
+				Slot &slot = *slots_[i % nslots];
 				complete(slot);
 				submit(slot, i);
 			}
@@ -288,6 +318,8 @@ CopyStats GpuWorker::run()
 	}
 	if (dir_ == CopyDirection::to_image)
 		finish_image(); // every GPU has a pages image, empty or not, as upstream writes them
+	stats.io_bytes = io_bytes_;
+	stats.zero_bytes = zero_bytes_;
 	stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 	return stats;
 }
@@ -330,8 +362,13 @@ std::string describe(const CopyStats &s)
 {
 	const double mib = static_cast<double>(s.bytes) / (1 << 20);
 	const double mbps = s.seconds > 0 ? static_cast<double>(s.bytes) / 1e6 / s.seconds : 0;
-	return strprintf("GPU 0x%04x: %.1f MiB in %.3f s (%.0f MB/s), %.1f MiB staging", s.gpu_id, mib, s.seconds, mbps,
-			 static_cast<double>(s.staging_bytes) / (1 << 20));
+	const bool dump = s.direction == CopyDirection::to_image;
+	return strprintf("GPU 0x%04x: %.1f MiB in %.3f s (%.0f MB/s), %.1f MiB %s, %.1f MiB of zeros %s, "
+			 "%.1f MiB staging, setup %.3f s",
+			 s.gpu_id, mib, s.seconds, mbps, static_cast<double>(s.io_bytes) / (1 << 20),
+			 dump ? "written" : "read", static_cast<double>(s.zero_bytes) / (1 << 20),
+			 dump ? "left as holes" : "filled by the engine", static_cast<double>(s.staging_bytes) / (1 << 20),
+			 s.setup_seconds);
 }
 
 std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,

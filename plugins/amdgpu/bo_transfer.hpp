@@ -6,7 +6,8 @@
 // still pass one after another, in GPU id order: see ImageTurns). Within a GPU a ring of staging buffers,
 // registered with the GPU once, lets the engine fill buffer k+1 while buffer k is written to the
 // image (dump), or the image read of k+1 overlap the engine's write of k (restore). Host memory is
-// the ring, bounded by KFD_MAX_BUFFER_SIZE per GPU, whatever the size of a BO or of VRAM.
+// the ring, bounded by KFD_MAX_BUFFER_SIZE per GPU, whatever the size of a BO or of VRAM. Zeros
+// are neither written nor read: holes in the image, filled by the engine (sparse_pages.hpp).
 #pragma once
 
 #include "image_store.hpp"
@@ -29,16 +30,20 @@ struct GpuCopyJob {
 	std::vector<uint64_t> sizes;
 };
 
-struct CopyStats {
-	uint32_t gpu_id = 0;
-	uint64_t bytes = 0;
-	double seconds = 0;
-	uint64_t staging_bytes = 0;
-};
-
 enum class CopyDirection {
 	to_image,   // dump
 	from_image, // restore
+};
+
+struct CopyStats {
+	CopyDirection direction = CopyDirection::to_image;
+	uint32_t gpu_id = 0;
+	uint64_t bytes = 0;	 // logical: the BOs' contents
+	uint64_t io_bytes = 0;	 // written to or read from the image
+	uint64_t zero_bytes = 0; // left as holes (dump) or filled by the engine (restore)
+	double seconds = 0;
+	double setup_seconds = 0; // device, plan and queue, before the first chunk
+	uint64_t staging_bytes = 0;
 };
 
 // The copy job of one GPU: its VRAM/GTT BOs among the KFD's buckets (which name GPUs by the id
@@ -51,7 +56,9 @@ GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gp
 // The NUMA node of the CPU a GPU is attached to (its first valid PCIe link to a CPU node), or -1.
 int numa_node_of(const Topology &topology, uint32_t gpu_id);
 
-// One log line's worth: "GPU 0x4f1e: 1024.0 MiB in 1.25 s (859 MB/s), 64.0 MiB staging".
+// One log line's worth: "GPU 0x4f1e: 1024.0 MiB in 1.250 s (859 MB/s), 204.8 MiB written,
+// 819.2 MiB of zeros left as holes, 64.0 MiB staging, setup 0.004 s" (restoring: read, zeros
+// filled by the engine).
 std::string describe(const CopyStats &stats);
 
 // Runs one worker per job. Throws the first error after every worker has stopped.

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -107,6 +108,8 @@ unique_fd ImageDir::open_if_exists(const std::string &name) const
 ImageWriter::ImageWriter(const ImageDir &dir, std::string name, uint64_t payload_size)
     : fd_(dir.create(name)), name_(std::move(name)), size_(payload_size)
 {
+	struct stat st;
+	regular_ = !fstat(fd_.get(), &st) && S_ISREG(st.st_mode);
 	uint8_t header[kFrameHeaderSize];
 	static_assert(sizeof(size_) == kFrameHeaderSize);
 	std::memcpy(header, &size_, sizeof(header));
@@ -120,6 +123,27 @@ void ImageWriter::write(std::span<const uint8_t> bytes)
 		     bytes.size() - static_cast<size_t>(size_ - written_), static_cast<unsigned long long>(size_));
 	write_all(fd_.get(), name_, bytes.data(), bytes.size());
 	written_ += bytes.size();
+	stored_ += bytes.size();
+}
+
+void ImageWriter::write_sparse(std::span<const uint8_t> bytes)
+{
+	if (!regular_)
+		return write(bytes);
+	if (bytes.size() > size_ - written_)
+		fail(-EINVAL, "image %s: writing %zu bytes past its announced size of %llu", name_.c_str(),
+		     bytes.size() - static_cast<size_t>(size_ - written_), static_cast<unsigned long long>(size_));
+	for (const Extent &e : zero_runs(bytes, written_)) {
+		const auto at = bytes.subspan(static_cast<size_t>(e.offset - written_), static_cast<size_t>(e.len));
+		if (!e.zero) {
+			write_all(fd_.get(), name_, at.data(), at.size());
+			stored_ += e.len;
+		} else if (lseek(fd_.get(), static_cast<off_t>(e.len), SEEK_CUR) < 0) {
+			fail_errno(errno, "image %s: cannot leave a hole at payload byte %llu", name_.c_str(),
+				   static_cast<unsigned long long>(e.offset));
+		}
+	}
+	written_ += bytes.size();
 }
 
 void ImageWriter::finish()
@@ -127,6 +151,10 @@ void ImageWriter::finish()
 	if (written_ != size_)
 		fail(-EIO, "image %s: %llu of %llu payload bytes written", name_.c_str(),
 		     static_cast<unsigned long long>(written_), static_cast<unsigned long long>(size_));
+	// a file that ends in a hole has its size only once it is set
+	if (regular_ && ftruncate(fd_.get(), static_cast<off_t>(kFrameHeaderSize + size_)))
+		fail_errno(errno, "image %s: cannot set its size to %llu bytes", name_.c_str(),
+			   static_cast<unsigned long long>(kFrameHeaderSize + size_));
 	if (::close(fd_.release()))
 		fail_errno(errno, "failed to close image %s", name_.c_str());
 }
@@ -165,7 +193,8 @@ ImageReader::ImageReader(unique_fd fd, std::string name, uint64_t max_size) : fd
 	struct stat st;
 	if (fstat(fd_.get(), &st))
 		fail_errno(errno, "cannot stat image %s", name_.c_str());
-	if (S_ISREG(st.st_mode)) {
+	regular_ = S_ISREG(st.st_mode);
+	if (regular_) {
 		const uint64_t actual = static_cast<uint64_t>(st.st_size) - kFrameHeaderSize;
 		if (actual < size_)
 			fail(-EINVAL, "image %s is truncated: header announces %llu payload bytes, file has %llu",
@@ -187,6 +216,31 @@ void ImageReader::read(std::span<uint8_t> bytes)
 		fail(-EINVAL, "image %s is truncated at payload byte %llu", name_.c_str(),
 		     static_cast<unsigned long long>(consumed_ + got));
 	consumed_ += got;
+}
+
+HoleMap ImageReader::holes() const
+{
+	return regular_ ? HoleMap::of_file(fd_.get(), kFrameHeaderSize, size_) : HoleMap();
+}
+
+void ImageReader::skip(uint64_t n)
+{
+	if (n > size_ - consumed_)
+		fail(-EINVAL, "image %s: skipping past its %llu-byte payload", name_.c_str(),
+		     static_cast<unsigned long long>(size_));
+	if (!regular_) {
+		uint8_t sink[4096];
+		for (uint64_t left = n; left;) {
+			const size_t k = static_cast<size_t>(std::min<uint64_t>(left, sizeof(sink)));
+			read({ sink, k });
+			left -= k;
+		}
+		return;
+	}
+	if (lseek(fd_.get(), static_cast<off_t>(n), SEEK_CUR) < 0)
+		fail_errno(errno, "image %s: cannot skip a hole at payload byte %llu", name_.c_str(),
+			   static_cast<unsigned long long>(consumed_));
+	consumed_ += n;
 }
 
 void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload)

@@ -6,6 +6,7 @@
 // error naming the file, never a crash or an absurd allocation.
 #pragma once
 
+#include "sparse_pages.hpp"
 #include "unique_fd.hpp"
 
 #include <cstddef>
@@ -62,14 +63,21 @@ class ImageWriter {
 public:
 	ImageWriter(const ImageDir &dir, std::string name, uint64_t payload_size);
 	void write(std::span<const uint8_t> bytes);
+	// Like write(), but into a regular file the blocks of zeros become holes (sparse_pages.hpp);
+	// a stream gets every byte.
+	void write_sparse(std::span<const uint8_t> bytes);
 	void finish();
 	const std::string &name() const { return name_; }
+	uint64_t stored() const { return stored_; } // payload bytes actually written
+	uint64_t holes() const { return written_ - stored_; }
 
 private:
 	unique_fd fd_;
 	std::string name_;
 	uint64_t size_;
-	uint64_t written_ = 0;
+	uint64_t written_ = 0; // payload bytes accounted for, holes included
+	uint64_t stored_ = 0;
+	bool regular_ = false;
 };
 
 // Reads one framed image. Opening validates the header against the file size (a stream has
@@ -81,6 +89,10 @@ public:
 	static std::optional<ImageReader> open_if_exists(const ImageDir &dir, std::string name, uint64_t max_size);
 	uint64_t payload_size() const { return size_; }
 	void read(std::span<uint8_t> bytes);
+	// Where the payload of a regular file has holes (none for a stream).
+	HoleMap holes() const;
+	// Moves past `n` payload bytes of a hole without reading them (a stream reads them).
+	void skip(uint64_t n);
 	const std::string &name() const { return name_; }
 
 private:
@@ -90,6 +102,7 @@ private:
 	std::string name_;
 	uint64_t size_;
 	uint64_t consumed_ = 0;
+	bool regular_ = false;
 };
 
 void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload);

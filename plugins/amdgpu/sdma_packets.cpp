@@ -42,6 +42,22 @@ void emit_copy_linear(std::vector<uint32_t> &ib, uint64_t src_va, uint64_t dst_v
 	}
 }
 
+void emit_const_fill(std::vector<uint32_t> &ib, uint64_t dst_va, uint32_t value, uint64_t bytes)
+{
+	constexpr uint32_t kFillDword = 2u << 30; // log2 of the fill unit's bytes
+	ib.reserve(ib.size() + const_fill_packets(bytes) * kConstFillDwords);
+	while (bytes) {
+		const uint64_t n = std::min(bytes, kMaxCopyBytes);
+		ib.push_back(header(kOpConstFill, 0) | kFillDword);
+		ib.push_back(lo(dst_va));
+		ib.push_back(hi(dst_va));
+		ib.push_back(value);
+		ib.push_back(static_cast<uint32_t>(n - 1));
+		dst_va += n;
+		bytes -= n;
+	}
+}
+
 void pad_ib(std::vector<uint32_t> &ib)
 {
 	while (ib.size() % kIbAlignDwords)

@@ -57,7 +57,7 @@ report() {
 	serial=$(awk -v c="$cap" -v k="$sink_gpu" 'BEGIN { printf "%.0f", 1 / (1 / c + 1 / k) }')
 	best=$((cap < sink_gpu ? cap : sink_gpu))
 	[ "$best" -gt 0 ] || best=1
-	while read -r gpu mib_gpu s rate staging; do
+	while read -r gpu mib_gpu s rate staging _; do
 		printf '%-7s %-8s GPU %s: %6s MiB in %6s s = %4s MB/s | cap %s (%s%%), sink %s, no-overlap %s, overlap %s%% of min(cap, sink) | staging %s MiB\n' \
 			"$label" "$what" "$gpu" "$mib_gpu" "$s" "$rate" "$cap" "$((rate * 100 / cap))" "$sink_gpu" "$serial" \
 			"$((rate * 100 / best))" "$staging"

@@ -94,11 +94,11 @@ done
 all=$(du -sb "$imgs" | cut -f1)
 awk -v p="$total" -v a="$all" 'BEGIN { printf "  plugin images %.1f MiB, all criu images %.1f MiB\n", p / 1048576, a / 1048576 }'
 echo "dump $t_dump s, restore $t_restore s (whole criu runs)"
-while read -r gpu mib s mbps staging; do
-	echo "  GPU $gpu: saved    $mib MiB in $s s ($mbps MB/s)"
+while read -r gpu mib s mbps staging io zeros; do
+	echo "  GPU $gpu: saved    $mib MiB in $s s ($mbps MB/s): $io MiB written, $zeros MiB of zeros as holes"
 done < <(copy_figures "$dump_log" saved)
-while read -r gpu mib s mbps staging; do
-	echo "  GPU $gpu: restored $mib MiB in $s s ($mbps MB/s)"
+while read -r gpu mib s mbps staging io zeros; do
+	echo "  GPU $gpu: restored $mib MiB in $s s ($mbps MB/s): $io MiB read, $zeros MiB of zeros filled"
 done < <(copy_figures "$restore_log" restored)
 echo "criu logs: $dump_log, $restore_log"
 

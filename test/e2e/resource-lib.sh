@@ -10,7 +10,8 @@
 #   state_vram_mib <state>                                  MiB of VRAM BOs a state file lists
 #   mem_mib <MemTotal|MemAvailable>                         from /proc/meminfo
 #   copy_figures <criu log> <saved|restored>                the plugin's per-GPU copy lines:
-#                                                           "<gpu> <MiB> <s> <MB/s> <staging MiB>"
+#                                                           "<gpu> <MiB> <s> <MB/s> <staging MiB>
+#                                                            <MiB written or read> <MiB of zeros>"
 #   peak_rss_kib <file> <cmd...>                            runs cmd, writes its peak RSS
 #                                                           (KiB, GNU time) to file
 #   gpu_ids_hex, cg_make, cg_path, cg_remove, in_cg, gpu_access   GPU subsets ("containers")
@@ -97,7 +98,7 @@ mem_mib() {
 # copy_figures <criu log> <saved|restored>: one line per GPU from the plugin's info lines
 # "pid N: saved GPU 0x1234: 512.0 MiB in 3.210 s (167 MB/s), 64.0 MiB staging".
 copy_figures() {
-	sed -n "s/.*amdgpu_plugin: pid [0-9]*: $2 GPU \\(0x[0-9a-f]*\\): \\([0-9.]*\\) MiB in \\([0-9.]*\\) s (\\([0-9]*\\) MB\\/s), \\([0-9.]*\\) MiB staging.*/\\1 \\2 \\3 \\4 \\5/p" "$1"
+	sed -n "s/.*amdgpu_plugin: pid [0-9]*: $2 GPU \\(0x[0-9a-f]*\\): \\([0-9.]*\\) MiB in \\([0-9.]*\\) s (\\([0-9]*\\) MB\\/s), \\([0-9.]*\\) MiB [a-z]*, \\([0-9.]*\\) MiB of zeros [a-z ]*, \\([0-9.]*\\) MiB staging.*/\\1 \\2 \\3 \\4 \\7 \\5 \\6/p" "$1"
 }
 
 # peak_rss_kib <file> <cmd...>: runs cmd (its status kept) under GNU time (Debian's `time`) and

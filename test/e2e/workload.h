@@ -62,7 +62,9 @@ int wl_gpu_nodes(struct wl_gpu_node *out, unsigned int max, unsigned int *n_node
 
 /* ---- content pattern ----------------------------------------------------- */
 
-/* The 64-bit word at byte offset @off of content BO @bo. */
+/* The 64-bit word at byte offset @off of content BO @bo; zero in the runs --zeros asks for. */
+extern unsigned int wl_zero_pct; /* --zeros: percent of the content in zero runs */
+extern uint64_t wl_zero_run;	 /* their length in bytes */
 uint64_t wl_pattern(uint64_t seed, uint32_t bo, uint64_t off);
 void wl_fill(void *p, uint64_t size, uint64_t seed, uint32_t bo);
 

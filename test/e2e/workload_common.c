@@ -53,7 +53,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: %s --state FILE [--gpus N] [--vram-mb M[,M...]] [--bo-mb B] [--hb-timeout-ms T]\n"
-		"          [--render-first]\n"
+		"          [--render-first] [--zeros PCT[,RUN_KIB]]\n"
 		"  --state FILE       state file written once set up; results in FILE.verify, FILE.heartbeat\n"
 		"  --gpus N           use the first N GPU nodes of the topology (default: all)\n"
 		"  --vram-mb M[,M...] VRAM per GPU in content BOs, one value per GPU in order, the last\n"
@@ -61,6 +61,8 @@ static void usage(FILE *to)
 		"  --bo-mb B          largest content BO (default %d)\n"
 		"  --hb-timeout-ms T  how long a queue's heartbeat may stall (default %d)\n"
 		"  --render-first     open the render nodes before /dev/kfd (kfd_workload only)\n"
+		"  --zeros PCT[,RUN]  PCT %% of the content is zeros, in runs of RUN KiB (default 1024)\n"
+		"                     placed by the pattern (VRAM that was allocated and never written)\n"
 		"signals: SIGUSR1 verify, SIGUSR2 heartbeat check, SIGTERM/SIGINT exit\n",
 		wl_prog, WL_DEFAULT_VRAM_MB, WL_DEFAULT_BO_MB, WL_DEFAULT_HB_TIMEOUT_MS);
 }
@@ -114,6 +116,7 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 		{ "state", required_argument, NULL, 's' },
 		{ "hb-timeout-ms", required_argument, NULL, 't' },
 		{ "render-first", no_argument, NULL, 'r' },
+		{ "zeros", required_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -144,6 +147,16 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 		case 'r':
 			o->render_first = true;
 			break;
+		case 'z': {
+			char *run = strchr(optarg, ',');
+
+			if (run)
+				*run++ = '\0';
+			wl_zero_pct = parse_uint("--zeros", optarg, 0, 100);
+			if (run)
+				wl_zero_run = (uint64_t)parse_uint("--zeros", run, 4, 1 << 20) << 10;
+			break;
+		}
 		case 's':
 			o->state = optarg;
 			break;
@@ -265,8 +278,15 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+unsigned int wl_zero_pct;
+uint64_t wl_zero_run = 1 << 20;
+
 uint64_t wl_pattern(uint64_t seed, uint32_t bo, uint64_t off)
 {
+	/* whole runs of zeros, chosen by the run's own hash */
+	if (wl_zero_pct &&
+	    mix64(seed ^ ((uint64_t)bo << 44) ^ (off / wl_zero_run) ^ 0x5a5a5a5a00000000ULL) % 100 < wl_zero_pct)
+		return 0;
 	return mix64(seed ^ ((uint64_t)bo << 44) ^ off);
 }
 

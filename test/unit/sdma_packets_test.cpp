@@ -34,10 +34,32 @@ TEST(SdmaPackets, LargeCopiesAreSplitAtTheEngineMaximum)
 	EXPECT_EQ(total, bytes);
 }
 
+TEST(SdmaPackets, ConstFillWritesADwordValueOverBytesMinusOne)
+{
+	std::vector<uint32_t> ib;
+	emit_const_fill(ib, 0x123456789000ull, 0, 65536);
+	const std::vector<uint32_t> expected = { 0x8000000b, 0x56789000, 0x00001234, 0, 65535 };
+	EXPECT_EQ(ib, expected);
+}
+
+TEST(SdmaPackets, LargeFillsAreSplitAtTheEngineMaximum)
+{
+	std::vector<uint32_t> ib;
+	const uint64_t bytes = kMaxCopyBytes + 8192;
+	emit_const_fill(ib, 0x200000000ull, 0xdeadbeef, bytes);
+	ASSERT_EQ(ib.size(), 2u * kConstFillDwords);
+	EXPECT_EQ(const_fill_packets(bytes), 2u);
+	EXPECT_EQ(ib[4] + 1u, kMaxCopyBytes);
+	EXPECT_EQ(ib[kConstFillDwords + 1], ((0x200000000ull + kMaxCopyBytes) & 0xffffffffu));
+	EXPECT_EQ(ib[kConstFillDwords + 3], 0xdeadbeefu);
+	EXPECT_EQ(ib[kConstFillDwords + 4] + 1u, 8192u);
+}
+
 TEST(SdmaPackets, ZeroBytesEmitNothing)
 {
 	std::vector<uint32_t> ib;
 	emit_copy_linear(ib, 0x1000, 0x2000, 0);
+	emit_const_fill(ib, 0x1000, 0, 0);
 	EXPECT_TRUE(ib.empty());
 	EXPECT_EQ(copy_linear_packets(0), 0u);
 }

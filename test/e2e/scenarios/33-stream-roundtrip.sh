@@ -7,7 +7,8 @@
 #    stream, and the restore asks for each once (the stand-in fails a second request), the
 #    plugin's in the order they were captured;
 #  - restored on other gpu_ids and render minors (kfd_workload) or the same GPUs (hsakmt), the
-#    task is the one that was dumped, verifies every byte and runs.
+#    task is the one that was dumped, verifies every byte (half of them zeros, which a stream
+#    carries as bytes: it has no holes) and runs.
 # Then a render-node fd that criu restores before its process's /dev/kfd fd (kfd_workload
 # --render-first): from a stream its GPU cannot be looked up in the kfd image yet. criu 4.3
 # (RESTORE_EXT_FILE's retry flag) comes back for it after the kfd file: the restore onto other
@@ -85,7 +86,8 @@ tap_same_order() {
 }
 
 for w in kfd hsakmt; do
-	wl_fresh "$w" preset=2xmi210 -- --vram-mb 4 --bo-mb 1 || continue
+	# half the contents zeros: a stream carries them as bytes (no holes), and back
+	wl_fresh "$w" preset=2xmi210 -- --vram-mb 4 --bo-mb 1 --zeros 50 || continue
 	img=/tmp/img-33-$w stream=/tmp/stream-33-$w
 	task_snapshot "$pid" "$RESULTS_DIR/33-$w.dumped"
 	stream_dump "$w" "$pid" "$img" "$stream"
