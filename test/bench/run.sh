@@ -7,6 +7,8 @@ cd "$top" || exit 1
 status=0
 echo "=== GPU matcher (host)"
 build/bench/matcher_bench || status=1
+echo "=== The dump's zero test (host)"
+build/bench/zero_test_bench || status=1
 
 echo "=== BO transfer through the emulated SDMA engine (QEMU guest)"
 if [ -x test/bench/transfer.sh ]; then
@@ -14,4 +16,6 @@ if [ -x test/bench/transfer.sh ]; then
 else
 	echo "transfer benchmark not present"
 fi
+echo "=== Checkpoint cost at two shapes of node: engine-bound and sink-bound, dense and sparse VRAM (QEMU guest)"
+test/vm/run.sh --mem 4096 --timeout 1500 -- test/bench/node-shapes.sh || status=1
 exit $status

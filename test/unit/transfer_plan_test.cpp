@@ -77,8 +77,11 @@ TEST(TransferPlan, NoBytesNoChunks)
 TEST(TransferPlan, StagingStaysWithinTheBudget)
 {
 	const StagingShape big = staging_shape(64 * kMiB, 100ull << 30, 4096);
-	EXPECT_EQ(big.slots, 4u);
-	EXPECT_EQ(big.slot_size, 16 * kMiB);
+	EXPECT_EQ(big.slots, 8u);
+	EXPECT_EQ(big.slot_size, 8 * kMiB);
+	const StagingShape huge = staging_shape(4096 * kMiB, 100ull << 30, 4096);
+	EXPECT_EQ(huge.slots, 16u);
+	EXPECT_EQ(huge.slot_size, 256 * kMiB);
 	const StagingShape small = staging_shape(1 * kMiB, 100ull << 30, 4096);
 	EXPECT_EQ(small.slots, 2u);
 	EXPECT_LE(small.slots * small.slot_size, 1 * kMiB);
