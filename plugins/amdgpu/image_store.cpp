@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -116,11 +115,16 @@ ImageWriter::ImageWriter(const ImageDir &dir, std::string name, uint64_t payload
 	write_all(fd_.get(), name_, header, sizeof(header));
 }
 
+void ImageWriter::check_room(size_t bytes) const
+{
+	if (bytes > size_ - written_)
+		fail(-EINVAL, "image %s: writing %zu bytes past its announced size of %llu", name_.c_str(),
+		     bytes - static_cast<size_t>(size_ - written_), static_cast<unsigned long long>(size_));
+}
+
 void ImageWriter::write(std::span<const uint8_t> bytes)
 {
-	if (bytes.size() > size_ - written_)
-		fail(-EINVAL, "image %s: writing %zu bytes past its announced size of %llu", name_.c_str(),
-		     bytes.size() - static_cast<size_t>(size_ - written_), static_cast<unsigned long long>(size_));
+	check_room(bytes.size());
 	write_all(fd_.get(), name_, bytes.data(), bytes.size());
 	written_ += bytes.size();
 	stored_ += bytes.size();
@@ -130,9 +134,7 @@ void ImageWriter::write_sparse(std::span<const uint8_t> bytes)
 {
 	if (!regular_)
 		return write(bytes);
-	if (bytes.size() > size_ - written_)
-		fail(-EINVAL, "image %s: writing %zu bytes past its announced size of %llu", name_.c_str(),
-		     bytes.size() - static_cast<size_t>(size_ - written_), static_cast<unsigned long long>(size_));
+	check_room(bytes.size());
 	for (const Extent &e : zero_runs(bytes, written_)) {
 		const auto at = bytes.subspan(static_cast<size_t>(e.offset - written_), static_cast<size_t>(e.len));
 		if (!e.zero) {
@@ -228,15 +230,8 @@ void ImageReader::skip(uint64_t n)
 	if (n > size_ - consumed_)
 		fail(-EINVAL, "image %s: skipping past its %llu-byte payload", name_.c_str(),
 		     static_cast<unsigned long long>(size_));
-	if (!regular_) {
-		uint8_t sink[4096];
-		for (uint64_t left = n; left;) {
-			const size_t k = static_cast<size_t>(std::min<uint64_t>(left, sizeof(sink)));
-			read({ sink, k });
-			left -= k;
-		}
-		return;
-	}
+	if (!regular_)
+		fail(-EINVAL, "image %s: a stream has no holes to skip", name_.c_str());
 	if (lseek(fd_.get(), static_cast<off_t>(n), SEEK_CUR) < 0)
 		fail_errno(errno, "image %s: cannot skip a hole at payload byte %llu", name_.c_str(),
 			   static_cast<unsigned long long>(consumed_));

@@ -72,6 +72,8 @@ public:
 	uint64_t holes() const { return written_ - stored_; }
 
 private:
+	void check_room(size_t bytes) const; // fails if `bytes` more would pass the announced size
+
 	unique_fd fd_;
 	std::string name_;
 	uint64_t size_;
@@ -91,7 +93,7 @@ public:
 	void read(std::span<uint8_t> bytes);
 	// Where the payload of a regular file has holes (none for a stream).
 	HoleMap holes() const;
-	// Moves past `n` payload bytes of a hole without reading them (a stream reads them).
+	// Moves past `n` payload bytes of a hole without reading them (a stream has none: holes()).
 	void skip(uint64_t n);
 	const std::string &name() const { return name_; }
 
