@@ -558,6 +558,8 @@ void emu_access_fini(void);
 int emu_fault_init(const char *spec);
 void emu_fault_fini(void);
 int emu_fault_check(bool criu, unsigned int nr);
+/* Waits as an armed criu-stall says (0), or -EINTR if a fatal signal ended the wait. */
+int emu_fault_stall_criu(unsigned int op);
 u32 emu_fault_take_rptr_skew(void);
 int emu_fault_parse(const char *buf, size_t len);
 void emu_fault_show(struct seq_file *m);

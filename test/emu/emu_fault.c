@@ -5,16 +5,23 @@
  * A fault is armed with one line:
  *   ioctl <nr> <nth> <errno>   the nth call from now of KFD ioctl <nr> fails
  *   criu <op> <nth> <errno>    the nth call from now of CRIU op <op> fails
+ *   criu-stall <op> <nth> <ms> the nth call from now of CRIU op <op> waits
+ *                              <ms> milliseconds before it starts (killable:
+ *                              a fatal signal ends it with -EINTR), a slow
+ *                              driver that lets a test act at that moment
  *   restore-rptr <bytes>       the next CRIU RESTORE puts every executing
  *                              queue it restores (SDMA engine, AQL packet
  *                              processor) <bytes> past its saved read
  *                              pointer (a ring state restored wrong)
  *   clear                      disarm everything
- * A firing fault returns -errno before the operation does anything, and is
- * then disarmed.  Lines come from debugfs amdgpu_emu/fault or the fault=
+ * A firing fault returns -errno (or stalls) before the operation does
+ * anything, and is then disarmed.  Lines come from debugfs amdgpu_emu/fault or the fault=
  * module parameter (quoted, fault="criu 1 1 5", or with commas, fault=criu,1,1,5).
  */
 #include <linux/kernel.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/jiffies.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -24,13 +31,15 @@
 
 #define EMU_MAX_FAULTS	32
 #define EMU_CRIU_OPS	5
+#define EMU_MAX_STALL_MS	60000
 
 struct emu_fault {
 	bool armed;
 	bool criu;
 	unsigned int nr;
 	unsigned int remaining;
-	int err;
+	int err;		/* fail with -err, or ... */
+	unsigned int stall_ms;	/* ... when non-zero, wait this long instead */
 };
 
 static DEFINE_SPINLOCK(emu_fault_lock);
@@ -60,7 +69,7 @@ int emu_fault_check(bool criu, unsigned int nr)
 	for (i = 0; i < EMU_MAX_FAULTS; i++) {
 		struct emu_fault *f = &emu_faults[i];
 
-		if (!f->armed || f->criu != criu || f->nr != nr)
+		if (!f->armed || f->stall_ms || f->criu != criu || f->nr != nr)
 			continue;
 		if (--f->remaining)
 			continue;
@@ -75,7 +84,31 @@ int emu_fault_check(bool criu, unsigned int nr)
 	return ret;
 }
 
-static int emu_fault_arm(bool criu, unsigned int nr, unsigned int nth, int err)
+int emu_fault_stall_criu(unsigned int op)
+{
+	unsigned int i, ms = 0;
+
+	spin_lock(&emu_fault_lock);
+	for (i = 0; i < EMU_MAX_FAULTS; i++) {
+		struct emu_fault *f = &emu_faults[i];
+
+		if (!f->armed || !f->stall_ms || f->nr != op)
+			continue;
+		if (--f->remaining)
+			continue;
+		f->armed = false;
+		ms = max(ms, f->stall_ms);
+	}
+	spin_unlock(&emu_fault_lock);
+	if (!ms)
+		return 0;
+	pr_info(EMU_NAME ": injected stall of criu op %u: %u ms\n", op, ms);
+	schedule_timeout_killable(msecs_to_jiffies(ms));
+	return fatal_signal_pending(current) ? -EINTR : 0;
+}
+
+static int emu_fault_arm(bool criu, unsigned int nr, unsigned int nth, int err,
+			 unsigned int stall_ms)
 {
 	unsigned int i;
 	int ret = -ENOSPC;
@@ -90,6 +123,7 @@ static int emu_fault_arm(bool criu, unsigned int nr, unsigned int nth, int err)
 		f->nr = nr;
 		f->remaining = nth;
 		f->err = err;
+		f->stall_ms = stall_ms;
 		f->armed = true;
 		ret = 0;
 		break;
@@ -108,7 +142,7 @@ static void emu_fault_clear(void)
 
 static int emu_fault_parse_line(char *line)
 {
-	unsigned int nr, nth;
+	unsigned int nr, nth, ms;
 	char kind[8];
 	int err, n;
 
@@ -131,6 +165,12 @@ static int emu_fault_parse_line(char *line)
 		return 0;
 	}
 	n = 0;
+	if (sscanf(line, "criu-stall %u %u %u %n", &nr, &nth, &ms, &n) == 3 && !line[n]) {
+		if (nr >= EMU_CRIU_OPS || !nth || !ms || ms > EMU_MAX_STALL_MS)
+			return -EINVAL;
+		return emu_fault_arm(true, nr, nth, 0, ms);
+	}
+	n = 0;
 	if (sscanf(line, "%7s %u %u %d %n", kind, &nr, &nth, &err, &n) != 4 ||
 	    line[n])
 		return -EINVAL;
@@ -139,12 +179,12 @@ static int emu_fault_parse_line(char *line)
 	if (!strcmp(kind, "ioctl")) {
 		if (nr < AMDKFD_COMMAND_START || nr >= AMDKFD_COMMAND_END)
 			return -EINVAL;
-		return emu_fault_arm(false, nr, nth, err);
+		return emu_fault_arm(false, nr, nth, err, 0);
 	}
 	if (!strcmp(kind, "criu")) {
 		if (nr >= EMU_CRIU_OPS)
 			return -EINVAL;
-		return emu_fault_arm(true, nr, nth, err);
+		return emu_fault_arm(true, nr, nth, err, 0);
 	}
 	return -EINVAL;
 }
@@ -175,7 +215,10 @@ void emu_fault_show(struct seq_file *m)
 	spin_unlock(&emu_fault_lock);
 
 	for (i = 0; i < EMU_MAX_FAULTS; i++)
-		if (snap[i].armed)
+		if (snap[i].armed && snap[i].stall_ms)
+			seq_printf(m, "criu-stall %u %u %u\n", snap[i].nr,
+				   snap[i].remaining, snap[i].stall_ms);
+		else if (snap[i].armed)
 			seq_printf(m, "%s %u %u %d\n", snap[i].criu ? "criu" : "ioctl",
 				   snap[i].nr, snap[i].remaining, snap[i].err);
 }

@@ -710,6 +710,8 @@ static long emu_kfd_ioctl(struct file *filp, unsigned int ucmd, unsigned long ar
 
 	if (desc->flags & EMU_IOC_FLAG_CRIU) {
 		ret = emu_fault_check(true, ((struct kfd_ioctl_criu_args *)kdata)->op);
+		if (!ret)
+			ret = emu_fault_stall_criu(((struct kfd_ioctl_criu_args *)kdata)->op);
 		if (ret)
 			goto out;
 	}

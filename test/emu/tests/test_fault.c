@@ -3,6 +3,7 @@
  * The emulator's fault injection (test bed interface, not kernel ABI):
  * writing "ioctl <nr> <nth> <errno>" or "criu <op> <nth> <errno>" to
  * debugfs amdgpu_emu/fault makes the nth next such call fail with -errno;
+ * "criu-stall <op> <nth> <ms>" makes that CRIU call wait first;
  * "clear" disarms.
  */
 #include "kfd_test.h"
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NR_ALLOC 22 /* AMDKFD_IOC_ALLOC_MEMORY_OF_GPU = 0x16 */
@@ -77,6 +79,26 @@ void test_fault_injection(struct ctx *ctx)
 	if (!r) {
 		memset(&a, 0, sizeof(a));
 		tap_errno(criu_op(ctx->kfd, &a, KFD_CRIU_OP_UNPAUSE), 0, "UNPAUSE after it");
+	}
+
+	/* A stall delays the call and then lets it do its work. */
+	tap_errno(fault_arm("criu-stall 0 1 300\n"), 0, "arm 'criu-stall 0 1 300'");
+	tap_errno(fault_arm("criu-stall 0 1 0\n"), EINVAL, "a stall of 0 ms is refused");
+	memset(&a, 0, sizeof(a));
+	{
+		struct timespec t0, t1;
+		double ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = criu_op(ctx->kfd, &a, KFD_CRIU_OP_PROCESS_INFO);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+		tap_errno(r, 0, "a stalled PROCESS_INFO succeeds");
+		tap_ok(ms >= 290, "it returned after the stall (%.0f ms)", ms);
+	}
+	if (!r) {
+		memset(&a, 0, sizeof(a));
+		tap_errno(criu_op(ctx->kfd, &a, KFD_CRIU_OP_UNPAUSE), 0, "UNPAUSE after it, not stalled");
 	}
 
 	check_processes_file();
