@@ -12,6 +12,9 @@ total_passed=0 total_failed=0 total_skipped=0
 # make check-full).
 CRIU_SCENARIOS='e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/27-* e2e/28-* e2e/29-* e2e/32-* e2e/33-* e2e/60-*'
 CRIU_CYCLES=4
+# criu killed mid-dump and mid-restore, once more under the newest hook ABI (criu 4.0 and newer
+# run the post-dump script before the plugins' exit hook: there the guard has work to do).
+NEWEST_CRIU_SCENARIOS='e2e/90-* e2e/91-*'
 start=$(date +%s)
 
 run_suite() {
@@ -51,9 +54,12 @@ else
 	# GPU containers: Podman and its storage need a 4 GiB guest.
 	run_suite "VM suite, 4 GiB guest (GPU containers under Podman)" env VM_CRIU=3.17.1 VM_MEM=4096 VM_SCENARIOS='e2e/8*' test/vm/run-suite.sh
 	# The checkpoint/restore scenarios once more under each newer criu users run (test/criu/).
-	for criu in ${CHECK_CRIU_VERSIONS:-4.1.1 4.2.1 4.3-abi}; do
+	versions=${CHECK_CRIU_VERSIONS:-4.1.1 4.2.1 4.3-abi}
+	for criu in $versions; do
+		scenarios=$CRIU_SCENARIOS
+		[ "$criu" != "${versions##* }" ] || scenarios="$scenarios $NEWEST_CRIU_SCENARIOS"
 		run_suite "VM suite, criu $criu (checkpoint/restore scenarios)" \
-			env VM_CRIU="$criu" VM_SCENARIOS="$CRIU_SCENARIOS" E2E_CYCLES="$CRIU_CYCLES" test/vm/run-suite.sh
+			env VM_CRIU="$criu" VM_SCENARIOS="$scenarios" E2E_CYCLES="$CRIU_CYCLES" test/vm/run-suite.sh
 	done
 fi
 

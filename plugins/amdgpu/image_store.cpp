@@ -3,12 +3,15 @@
 
 #include "error.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace amdgpu {
 
@@ -58,6 +61,25 @@ unique_fd widened_pipe(int fd)
 std::string kfd_image_name(uint32_t id)
 {
 	return strprintf("amdgpu-kfd-%u.img", id);
+}
+
+bool holds_kfd_image(int dirfd)
+{
+	// A new open of the directory: criu's own fd must keep its offset.
+	const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	std::unique_ptr<DIR, int (*)(DIR *)> dir(fd >= 0 ? fdopendir(fd) : nullptr, closedir);
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (const dirent *de = readdir(dir.get())) {
+		unsigned int id;
+		int end = 0;
+		if (sscanf(de->d_name, "amdgpu-kfd-%u.img%n", &id, &end) == 1 && end && !de->d_name[end])
+			return true;
+	}
+	return false;
 }
 
 std::string pages_image_name(uint32_t id, uint32_t gpu_id)

@@ -8,6 +8,7 @@
 #include "kfd_ioctl.hpp"
 #include "log.hpp"
 #include "metadata_images.hpp"
+#include "task_fds.hpp"
 #include "topology_image.hpp"
 
 #include <fcntl.h>
@@ -38,6 +39,13 @@ DumpSession::DumpSession(const Options &options, ImageDir image_dir, std::filesy
 DumpSession::~DumpSession()
 {
 	finish();
+}
+
+DumpGuard &DumpSession::guard()
+{
+	if (!guard_)
+		guard_.emplace(image_dir_.streamed() ? -1 : image_dir_.dirfd());
+	return *guard_;
 }
 
 const Topology &DumpSession::local_topology()
@@ -74,11 +82,23 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 	if (!fd)
 		fail_errno(errno, "cannot duplicate /dev/kfd file id %u", id);
 
+	// The guard learns of the task before its queues stop, so that no moment is left uncovered.
+	const pid_t host_pid = traced_task_holding(fd.get()).value_or(0);
+	if (host_pid)
+		guard().watch(host_pid, fd.get());
+	else
+		pr_warn("file id %u: no task traced by criu holds this /dev/kfd file; should criu die during "
+			"the dump, nothing would resume its GPU queues",
+			id);
+
 	kfd::ProcessInfo info;
-	if (const int ret = kfd::criu_process_info(fd.get(), info))
+	if (const int ret = kfd::criu_process_info(fd.get(), info)) {
+		if (host_pid)
+			guard().resumed(host_pid); // KFD leaves the queues running when PROCESS_INFO fails
 		fail_errno(ret, "KFD PROCESS_INFO failed for file id %u", id);
+	}
 	// From here on the queues are paused: finish() must resume them whatever happens next.
-	paused_.push_back({ std::move(fd), info.pid });
+	paused_.push_back({ std::move(fd), info.pid, host_pid });
 	const int kfd_fd = paused_.back().fd.get();
 	pr_info("pid %u: queues paused; %u GPUs, %u BOs, %u queues/events, %llu bytes of driver state", info.pid,
 		info.num_devices, info.num_bos, info.num_objects, static_cast<unsigned long long>(info.priv_data_size));
@@ -217,8 +237,12 @@ void DumpSession::finish()
 			       strerror(-ret));
 		else
 			pr_info("pid %u: queues resumed", p.pid);
+		if (p.host_pid)
+			guard_->resumed(p.host_pid);
 	}
 	paused_.clear();
+	if (guard_)
+		guard_->release();
 }
 
 } // namespace amdgpu

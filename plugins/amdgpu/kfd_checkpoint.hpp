@@ -6,10 +6,12 @@
 // state is taken (CHECKPOINT) and written as amdgpu-kfd-<id>.img with the topology of the GPUs the
 // process can use. The queues stay paused until the whole dump is over, so that no GPU write can
 // race criu's copy of host memory; finish() then resumes them on every path where the task lives
-// on (--leave-running, a failure here or anywhere later in criu). Render-node files become
+// on (--leave-running, a failure here or anywhere later in criu). While they are paused a guard
+// process (dump_guard.hpp) stands ready to resume them should criu die. Render-node files become
 // amdgpu-renderD-<id>.img naming their GPU.
 #pragma once
 
+#include "dump_guard.hpp"
 #include "image_store.hpp"
 #include "kfd_ioctl.hpp"
 #include "options.hpp"
@@ -48,9 +50,12 @@ public:
 
 private:
 	struct PausedProcess {
-		unique_fd fd;	  // our dup of the task's /dev/kfd file
-		uint32_t pid = 0; // in the task's pid namespace
+		unique_fd fd;	    // our dup of the task's /dev/kfd file
+		uint32_t pid = 0;   // in the task's pid namespace
+		pid_t host_pid = 0; // in criu's, when found (what the guard knows it by)
 	};
+
+	DumpGuard &guard();
 
 	const Topology &local_topology();
 	void check_kfd_version();
@@ -63,6 +68,7 @@ private:
 	std::filesystem::path topology_dir_;
 	std::string kfd_path_;
 	std::optional<Topology> topology_;
+	std::optional<DumpGuard> guard_;
 	std::vector<PausedProcess> paused_;
 	std::map<uint32_t, unique_fd> render_fds_; // by gpu_id, for the copy engine
 	// actual gpu_id -> the gpu_id the dumped processes know it by (they differ after a migration).

@@ -60,8 +60,9 @@ std::string describe_map(const GpuMap &map)
 
 } // namespace
 
-RestoreSession::RestoreSession(const Options &options, ImageDir image_dir, RestorePaths paths)
-    : options_(options), image_dir_(std::move(image_dir)), paths_(std::move(paths)), owner_(getpid())
+RestoreSession::RestoreSession(const Options &options, ImageDir image_dir, const RestoreGuard *guard,
+			       RestorePaths paths)
+    : options_(options), image_dir_(std::move(image_dir)), guard_(guard), paths_(std::move(paths)), owner_(getpid())
 {
 }
 
@@ -146,11 +147,11 @@ unique_fd RestoreSession::open_render_node(uint32_t actual_gpu_id)
 		fail(-ENOENT,
 		     "GPU 0x%04x has no render node in this mount namespace: %s/%s is %s and no other entry "
 		     "of %s is device %u:%u (a container must be given the GPU's render node)",
-		     actual_gpu_id, paths_.dri.c_str(), name.c_str(), named_is.c_str(), paths_.dri.c_str(),
-		     kDrmMajor, minor_nr);
+		     actual_gpu_id, paths_.dri.c_str(), name.c_str(), named_is.c_str(), paths_.dri.c_str(), kDrmMajor,
+		     minor_nr);
 	if (path != paths_.dri + "/" + name)
-		pr_info("GPU 0x%04x: its render node %s is %s in this mount namespace", actual_gpu_id,
-			name.c_str(), path.c_str());
+		pr_info("GPU 0x%04x: its render node %s is %s in this mount namespace", actual_gpu_id, name.c_str(),
+			path.c_str());
 	unique_fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
 	if (!fd)
 		fail_errno(errno, "cannot open %s for GPU 0x%04x%s", path.c_str(), actual_gpu_id,
@@ -217,6 +218,11 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	const std::string image = kfd_image_name(id);
 	const CriuKfdPtr msg = read_criu_kfd(kfd_image);
 	fd_floor(msg->pid);
+
+	if (guard_ && !enlisted_) {
+		guard_->enlist_this_task(image_dir_.dirfd());
+		enlisted_ = true;
+	}
 
 	unique_fd kfd(open(paths_.kfd.c_str(), O_RDWR | O_CLOEXEC));
 	if (!kfd)

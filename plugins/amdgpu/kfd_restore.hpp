@@ -4,7 +4,9 @@
 // RESTORE_EXT_FILE and UPDATE_VMA_MAP there, after fork): it maps the image's GPUs onto local ones,
 // opens their render nodes above every fd criu will install, recreates the KFD state
 // (RESTORE, queues left stopped) and remembers the new mmap offsets for UPDATE_VMA_MAP.
-// resume_gpu_process() runs in the criu main process once all memory is back.
+// resume_gpu_process() runs in the criu main process once all memory is back. Before it creates
+// anything in KFD, the task enlists with the restore guard (restore_guard.hpp), so that it does
+// not outlive a criu that dies before the restore is done.
 //
 // The GPU map of a task is derived from its own amdgpu-kfd image, whichever of its /dev/kfd or
 // render-node files criu restores first, so the order of files does not matter. From files, a
@@ -26,6 +28,7 @@
 #include "gpu_matcher.hpp"
 #include "metadata_images.hpp"
 #include "options.hpp"
+#include "restore_guard.hpp"
 #include "topology.hpp"
 #include "unique_fd.hpp"
 
@@ -49,7 +52,8 @@ struct RestorePaths {
 
 class RestoreSession {
 public:
-	RestoreSession(const Options &options, ImageDir image_dir, RestorePaths paths = {});
+	// `guard` (may be null) is told of the task before its KFD state is created.
+	RestoreSession(const Options &options, ImageDir image_dir, const RestoreGuard *guard, RestorePaths paths = {});
 	RestoreSession(const RestoreSession &) = delete;
 	RestoreSession &operator=(const RestoreSession &) = delete;
 
@@ -100,6 +104,8 @@ private:
 
 	const Options &options_;
 	ImageDir image_dir_;
+	const RestoreGuard *guard_;
+	bool enlisted_ = false;
 	RestorePaths paths_;
 	pid_t owner_;
 	std::optional<Topology> local_;

@@ -20,6 +20,7 @@
 #include "kfd_restore.hpp"
 #include "log.hpp"
 #include "options.hpp"
+#include "restore_guard.hpp"
 #include "task_fds.hpp"
 
 #include <sys/sysmacros.h>
@@ -43,9 +44,10 @@ constexpr const char *kPluginName = "amdgpu_plugin";
 struct PluginRun {
 	int stage;
 	Options options;
-	bool in_inventory = false;		 // named in the dump's inventory (criu 4.1+)
-	std::unique_ptr<DumpSession> dump;	 // criu's dumping process
-	std::unique_ptr<RestoreSession> restore; // one restored task (after fork)
+	bool in_inventory = false;		     // named in the dump's inventory (criu 4.1+)
+	std::unique_ptr<DumpSession> dump;	     // criu's dumping process
+	std::unique_ptr<RestoreSession> restore;     // one restored task (after fork)
+	std::unique_ptr<RestoreGuard> restore_guard; // started by criu's main process
 };
 
 std::unique_ptr<PluginRun> run;
@@ -122,6 +124,24 @@ ImageDir run_image_dir()
 	return ImageDir::files(dirfd);
 }
 
+// The restore guard is for images with GPU state: the inventory says so (criu 4.1+), or a kfd
+// image is there, or criu streams them (and nothing can be looked at before the tasks read them).
+// A restore that cannot have its guard goes on without it, and says so.
+void start_restore_guard(bool listed_in_inventory)
+{
+	PluginRun &r = current_run();
+	const ImageDir dir = run_image_dir();
+	if (!listed_in_inventory && !dir.streamed() && !holds_kfd_image(dir.dirfd()))
+		return;
+	try {
+		r.restore_guard = std::make_unique<RestoreGuard>(dir.dirfd());
+	} catch (const Error &e) {
+		pr_warn("%s; the restore goes on without a guard: should criu die before it ends, GPU tasks "
+			"would be left half-restored",
+			e.what());
+	}
+}
+
 DumpSession &dump_session()
 {
 	PluginRun &r = current_run();
@@ -138,7 +158,7 @@ RestoreSession &restore_session()
 	// criu forks the restored tasks from processes that may already hold a session: a child
 	// drops its copy (closing only its own duplicates of the fds) and starts its own.
 	if (!r.restore || r.restore->owner() != getpid())
-		r.restore = std::make_unique<RestoreSession>(r.options, run_image_dir());
+		r.restore = std::make_unique<RestoreSession>(r.options, run_image_dir(), r.restore_guard.get());
 	return *r.restore;
 }
 
@@ -182,7 +202,7 @@ int init(int stage)
 		std::vector<std::string> option_errors;
 		const std::vector<std::string> args = criu_plugin_options(option_errors);
 		run = std::make_unique<PluginRun>(
-			PluginRun { stage, options_from(env_lookup, args), false, nullptr, nullptr });
+			PluginRun { stage, options_from(env_lookup, args), false, nullptr, nullptr, nullptr });
 		run->options.errors.insert(run->options.errors.end(), option_errors.begin(), option_errors.end());
 		pr_info("%s", describe(running_criu()).c_str());
 		for (const std::string &line : describe(run->options))
@@ -191,9 +211,13 @@ int init(int stage)
 			pr_err("%s", line.c_str());
 		// Images from a criu 4.1+ dump of GPU state list this plugin: take it off, or criu refuses
 		// the restore as missing a plugin. Images without GPU state are restored all the same.
-		if (stage == CR_PLUGIN_STAGE__RESTORE && check_and_remove_inventory_plugin &&
-		    !check_and_remove_inventory_plugin(kPluginName, strlen(kPluginName)))
+		if (stage != CR_PLUGIN_STAGE__RESTORE)
+			return 0;
+		const bool listed = check_and_remove_inventory_plugin &&
+				    check_and_remove_inventory_plugin(kPluginName, strlen(kPluginName));
+		if (check_and_remove_inventory_plugin && !listed)
 			pr_debug("the inventory does not list %s: no GPU state in these images", kPluginName);
+		start_restore_guard(listed);
 		return 0;
 	});
 }
@@ -207,6 +231,8 @@ void exit(int stage, int ret)
 		pr_debug("exit: stage %d, criu result %d", stage, ret);
 		if (run && run->dump)
 			run->dump->finish();
+		if (run && run->restore_guard)
+			run->restore_guard->release();
 		run.reset();
 		return 0;
 	});
@@ -265,7 +291,12 @@ int update_vma_map(const char *path, const uint64_t addr, const uint64_t old_pgo
 
 int resume_devices_late(int pid)
 {
-	return guarded("resume_devices_late", [&] { return resume_gpu_process(pid); });
+	return guarded("resume_devices_late", [&] {
+		const int ret = resume_gpu_process(pid);
+		if (!ret && run && run->restore_guard)
+			run->restore_guard->resumed(pid);
+		return ret;
+	});
 }
 
 } // namespace hooks

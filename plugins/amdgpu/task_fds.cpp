@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +38,22 @@ template <typename Fn> bool any_fd(Fn &&fn)
 			return true;
 	}
 	return false;
+}
+
+// The pid that ptraces `pid` (0 for none), from /proc/<pid>/status.
+pid_t tracer_of(pid_t pid)
+{
+	const std::string path = "/proc/" + std::to_string(pid) + "/status";
+	std::unique_ptr<FILE, int (*)(FILE *)> f(fopen(path.c_str(), "re"), fclose);
+	if (!f)
+		return 0;
+	char line[256];
+	while (fgets(line, sizeof(line), f.get())) {
+		int tracer;
+		if (sscanf(line, "TracerPid: %d", &tracer) == 1)
+			return tracer;
+	}
+	return 0;
 }
 
 } // namespace
@@ -69,6 +86,39 @@ std::optional<int> lowest_fd_sharing_file(int fd, int limit)
 		return false;
 	});
 	return lowest;
+}
+
+std::optional<pid_t> traced_task_holding(int fd)
+{
+	struct stat mine;
+	if (fstat(fd, &mine))
+		return std::nullopt;
+	const pid_t self = getpid();
+	std::unique_ptr<DIR, int (*)(DIR *)> proc(opendir("/proc"), closedir);
+	if (!proc)
+		return std::nullopt;
+	while (const dirent *de = readdir(proc.get())) {
+		char *end;
+		const long pid = strtol(de->d_name, &end, 10);
+		if (*end || end == de->d_name || pid <= 0)
+			continue;
+		if (tracer_of(static_cast<pid_t>(pid)) != self)
+			continue;
+		const std::string fd_dir = "/proc/" + std::string(de->d_name) + "/fd";
+		std::unique_ptr<DIR, int (*)(DIR *)> fds(opendir(fd_dir.c_str()), closedir);
+		if (!fds)
+			continue;
+		while (const dirent *f = readdir(fds.get())) {
+			const long n = strtol(f->d_name, &end, 10);
+			struct stat st;
+			if (*end || end == f->d_name || stat((fd_dir + "/" + f->d_name).c_str(), &st) ||
+			    st.st_rdev != mine.st_rdev || st.st_ino != mine.st_ino)
+				continue;
+			if (syscall(SYS_kcmp, self, pid, KCMP_FILE, fd, n) == 0)
+				return static_cast<pid_t>(pid);
+		}
+	}
+	return std::nullopt;
 }
 
 } // namespace amdgpu

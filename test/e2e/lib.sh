@@ -22,6 +22,8 @@
 #   tap_same_bos <name> <pid> <state>        the emulator's view of the process has every BO of
 #                                            the state file at its VA (kfd: same handle and size)
 #   tap_no_kfd_process <name>                one TAP result: the emulator has no KFD process
+#   emu_queue_beats <pid>                    the heartbeat counts of the process's queues, one line
+#   emu_queues_paused <pid>                  true while KFD holds the process's queues paused
 #   tap_log_has <name> <log> <ERE>           one TAP result: the log has a line matching ERE
 #   state_gpu_ids <state>                    the gpu_ids of the state file, one per line
 #   scenario_warnings_begin / tap_no_kernel_warnings   WARNING/BUG/Oops in dmesg since begin
@@ -195,6 +197,15 @@ tap_no_kfd_process() {
 		tap_not_ok "$1"
 		sed 's/^/#   /' "$EMU_DEBUGFS/processes" | head -n 10
 	fi
+}
+
+emu_queue_beats() {
+	awk -v pid="$1" '$1 == "process" { cur = ($3 == pid) } cur && $1 == "queue" { printf "%s ", $10 }' \
+		"$EMU_DEBUGFS/processes"
+}
+
+emu_queues_paused() {
+	grep -q "^process pid $1 .* paused 1 " "$EMU_DEBUGFS/processes"
 }
 
 criu_version() {

@@ -48,6 +48,20 @@ TEST(ImageStore, NamesFollowUpstreamFormats)
 	EXPECT_EQ(render_image_name(9), "amdgpu-renderD-9.img");
 }
 
+TEST(ImageStore, ImagesWithGpuStateAreThoseWithAKfdImage)
+{
+	// What decides whether a restore starts its guard (criu before 4.1 lists no plugins).
+	TempDir dir;
+	dir.write("core-1.img", "x");
+	dir.write("amdgpu-renderD-7.img", "x");
+	dir.write("amdgpu-kfd-.img", "x");
+	dir.write("amdgpu-kfd-3.img.bak", "x");
+	EXPECT_FALSE(holds_kfd_image(dir.fd()));
+	dir.write("amdgpu-kfd-12.img", "x");
+	EXPECT_TRUE(holds_kfd_image(dir.fd()));
+	EXPECT_EQ(lseek(dir.fd(), 0, SEEK_CUR), 0) << "the caller's directory fd keeps its offset";
+}
+
 TEST(ImageStore, RoundTripWritesSizeHeaderAndPrivateMode)
 {
 	TempDir dir;

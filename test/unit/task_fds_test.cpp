@@ -7,9 +7,15 @@
 #include "unique_fd.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace amdgpu {
 namespace {
@@ -41,6 +47,36 @@ TEST(TaskFds, FdsAtOrAboveTheLimitAreNotTheTasks)
 	ASSERT_TRUE(ours && dup_high);
 	EXPECT_EQ(lowest_fd_sharing_file(ours.get(), 300), std::nullopt);
 	EXPECT_EQ(lowest_fd_sharing_file(ours.get(), 301), dup_high.get());
+}
+
+// A child that holds the open files of this process (inherited) and sleeps.
+pid_t child_holding_inherited_fd()
+{
+	const pid_t child = fork();
+	if (child == 0) {
+		for (;;)
+			pause();
+	}
+	return child;
+}
+
+TEST(TaskFds, TheTracedTaskHoldingAFileIsFound)
+{
+	// How the dump guard learns the pid of the task whose /dev/kfd file criu received.
+	unique_fd file(open("/dev/null", O_RDWR)); // inherited by the child
+	ASSERT_TRUE(file);
+	const pid_t child = child_holding_inherited_fd();
+	ASSERT_GT(child, 0);
+	EXPECT_EQ(traced_task_holding(file.get()), std::nullopt) << "a task this process does not trace";
+	if (ptrace(PTRACE_SEIZE, child, nullptr, nullptr) == 0) {
+		EXPECT_EQ(traced_task_holding(file.get()), child);
+		unique_fd other(open("/dev/null", O_RDWR | O_CLOEXEC));
+		EXPECT_EQ(traced_task_holding(other.get()), std::nullopt) << "the same path, another file";
+	} else {
+		ADD_FAILURE() << "cannot ptrace a child: " << strerror(errno);
+	}
+	kill(child, SIGKILL);
+	waitpid(child, nullptr, __WALL);
 }
 
 } // namespace

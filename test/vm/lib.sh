@@ -15,6 +15,7 @@
 #                                $RESULTS_DIR/<name>.out); its pid goes into <var>
 #   criu_dump <pid> <imgdir> [criu args...]     criu dump with our plugin and a log in RESULTS_DIR
 #   criu_restore <imgdir> [criu args...]        criu restore (detached) likewise
+#   criu_start <action> [criu args...]          criu in the background: CRIU_PID, CRIU_LAST_LOG
 #   streamer_start capture|serve <imgdir> <stream file>   the image streamer stand-in
 #                                (test/streamer/) on <imgdir>'s socket, for criu --stream;
 #                                streamer_wait: its exit status once criu is done with it
@@ -175,6 +176,18 @@ criu_run() {
 	[ -z "$CRIU_LIBDIR" ] || libdir=(--libdir "$CRIU_LIBDIR")
 	[ -z "${CRIU_RSS_FILE:-}" ] || timed=(/usr/bin/time -f %M -o "$CRIU_RSS_FILE")
 	"${timed[@]}" criu "$action" "${libdir[@]}" -v4 -o "$CRIU_LAST_LOG" "$@"
+}
+
+# criu_start <action> [criu args...]: criu_run in the background, its output in $CRIU_LAST_LOG.out;
+# CRIU_PID is criu's own pid (to kill it), CRIU_LAST_LOG its log.
+criu_start() {
+	local action=$1
+	shift
+	CRIU_LAST_LOG=$(criu_log_path "$action")
+	local libdir=()
+	[ -z "$CRIU_LIBDIR" ] || libdir=(--libdir "$CRIU_LIBDIR")
+	criu "$action" "${libdir[@]}" -v4 -o "$CRIU_LAST_LOG" "$@" >"$CRIU_LAST_LOG.out" 2>&1 &
+	CRIU_PID=$!
 }
 
 criu_dump() {

@@ -11,12 +11,6 @@
 e2e_require
 scenario_warnings_begin
 
-# queue_beats <pid>: the heartbeat counts of the process's queues in the emulator, one line.
-queue_beats() {
-	awk -v pid="$1" '$1 == "process" { cur = ($3 == pid) } cur && $1 == "queue" { printf "%s ", $10 }' \
-		/sys/kernel/debug/amdgpu_emu/processes
-}
-
 for w in kfd hsakmt; do
 	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
 	img=/tmp/img-26-$w
@@ -26,9 +20,9 @@ for w in kfd hsakmt; do
 	cp "$RESULTS_DIR/$w.out" "/tmp/img-26-$w.out"
 	tap_log_has "$w: the plugin resumed the queues after the dump" "$CRIU_LAST_LOG" \
 		"amdgpu_plugin: pid $pid: queues resumed"
-	before=$(queue_beats "$pid")
+	before=$(emu_queue_beats "$pid")
 	sleep 1
-	after=$(queue_beats "$pid")
+	after=$(emu_queue_beats "$pid")
 	if [ -n "$before" ] && [ "$before" != "$after" ]; then
 		tap_ok "$w: the emulator's heartbeat of its queues advances ($before-> $after)"
 	else

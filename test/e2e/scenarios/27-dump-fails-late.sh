@@ -13,17 +13,12 @@
 e2e_require
 scenario_warnings_begin
 
-queue_beats() {
-	awk -v pid="$1" '$1 == "process" { cur = ($3 == pid) } cur && $1 == "queue" { printf "%s ", $10 }' \
-		/sys/kernel/debug/amdgpu_emu/processes
-}
-
 # tap_lives_on <name> <pid> <state>: the emulator's heartbeat advances, and the task verifies.
 tap_lives_on() {
 	local before after
-	before=$(queue_beats "$2")
+	before=$(emu_queue_beats "$2")
 	sleep 1
-	after=$(queue_beats "$2")
+	after=$(emu_queue_beats "$2")
 	if [ -n "$before" ] && [ "$before" != "$after" ]; then
 		tap_ok "$1: the emulator's heartbeat of its queues advances"
 	else

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "restore_guard.hpp"
+
+#include "error.hpp"
+#include "guard_process.hpp"
+#include "log.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace amdgpu {
+
+namespace {
+
+enum Kind : uint32_t { kEnlist = 1, kResumed = 2, kRelease = 3 };
+
+// The guard's descriptors (guard_process.hpp renumbers them from 3).
+constexpr int kChannel = 3;
+constexpr int kCriu = 4;
+constexpr int kEnlistSocket = 5;
+constexpr int kImageDir = 6;
+
+// How long the guard waits for a task it killed to be gone before it says it could not.
+constexpr int kKillWaitMs = 10000;
+
+struct Context {
+	pid_t criu_pid;
+	char socket_name[64];
+};
+
+struct Enlisted {
+	pid_t pid; // in criu's pid namespace
+	unique_fd pidfd;
+	bool resumed = false;
+};
+
+struct GuardState {
+	std::vector<Enlisted> tasks;
+	bool channel_open = true;
+	bool released = false;
+	bool any_resumed = false;
+
+	bool all_resumed() const
+	{
+		return std::all_of(tasks.begin(), tasks.end(), [](const Enlisted &t) { return t.resumed; });
+	}
+};
+
+void read_enlisted(GuardState &s)
+{
+	for (;;) {
+		guard::Message m;
+		unique_fd pidfd;
+		if (guard::receive_message(kEnlistSocket, m, pidfd, false) <= 0)
+			return;
+		if (m.kind != kEnlist || !pidfd)
+			continue;
+		if (const auto pid = guard::pidfd_pid(pidfd.get()))
+			s.tasks.push_back({ *pid, std::move(pidfd) });
+	}
+}
+
+void read_channel(GuardState &s)
+{
+	for (;;) {
+		guard::Message m;
+		unique_fd unused;
+		const int n = guard::receive_message(kChannel, m, unused, false);
+		if (n == 0)
+			s.channel_open = false;
+		if (n <= 0)
+			return;
+		if (m.kind == kRelease)
+			s.released = true;
+		if (m.kind != kResumed)
+			continue;
+		s.any_resumed = true;
+		for (Enlisted &t : s.tasks)
+			if (t.pid == m.pid)
+				t.resumed = true;
+	}
+}
+
+void end_half_restored(const guard::Journal &journal, Enlisted &t)
+{
+	if (const int ret = guard::pidfd_send_signal(t.pidfd.get(), SIGKILL)) {
+		if (ret != -ESRCH)
+			journal.line("criu died while it restored pid %d, and the task cannot be killed: %s", t.pid,
+				     strerror(-ret));
+		return;
+	}
+	if (guard::pidfd_wait_exit(t.pidfd.get(), kKillWaitMs))
+		journal.line("criu died while it restored pid %d: killed the half-restored task", t.pid);
+	else
+		journal.line("criu died while it restored pid %d: sent it SIGKILL, and it is still there after %d ms",
+			     t.pid, kKillWaitMs);
+}
+
+int guard_main(void *arg)
+{
+	const Context &ctx = *static_cast<const Context *>(arg);
+	const guard::Journal journal(kImageDir, ctx.criu_pid);
+	GuardState s;
+	bool criu_died = false;
+	while (!s.released) {
+		pollfd p[3] = { { kCriu, POLLIN, 0 }, { kEnlistSocket, POLLIN, 0 }, { kChannel, POLLIN, 0 } };
+		if (poll(p, s.channel_open ? 3 : 2, -1) < 0 && errno != EINTR)
+			break;
+		// Tasks enlist before criu's stage that resumes them: read them first.
+		read_enlisted(s);
+		read_channel(s);
+		if (p[0].revents) {
+			criu_died = true;
+			break;
+		}
+		if (s.any_resumed && s.all_resumed()) {
+			read_enlisted(s); // nothing can still be on its way, but look
+			if (s.all_resumed())
+				break;
+		}
+	}
+	if (criu_died && !s.released) {
+		read_enlisted(s);
+		read_channel(s);
+		if (!s.released)
+			for (Enlisted &t : s.tasks)
+				if (!t.resumed)
+					end_half_restored(journal, t);
+	}
+	unlinkat(kImageDir, ctx.socket_name, 0);
+	return 0;
+}
+
+} // namespace
+
+RestoreGuard::RestoreGuard(int image_dir) : owner_(getpid())
+{
+	socket_name_ = strprintf("amdgpu-guard-%d.sock", owner_);
+	unique_fd listen(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	if (!listen)
+		fail_errno(errno, "cannot make the restore guard's socket");
+	sockaddr_un addr = {};
+	addr.sun_family = AF_UNIX;
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s", image_dir, socket_name_.c_str());
+	unlinkat(image_dir, socket_name_.c_str(), 0); // left by an earlier criu with this pid
+	if (bind(listen.get(), reinterpret_cast<const sockaddr *>(&addr), sizeof(addr)))
+		fail_errno(errno, "cannot create the restore guard's socket %s in the image directory",
+			   socket_name_.c_str());
+
+	int pair[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair)) {
+		const int err = errno;
+		unlinkat(image_dir, socket_name_.c_str(), 0);
+		fail_errno(err, "cannot make the restore guard's channel");
+	}
+	channel_.reset(pair[0]);
+	unique_fd guard_end(pair[1]);
+	unique_fd criu = guard::pidfd_open(owner_);
+	if (!criu) {
+		const int err = errno;
+		unlinkat(image_dir, socket_name_.c_str(), 0);
+		fail_errno(err, "cannot open a pidfd of criu (pid %d) for the restore guard", owner_);
+	}
+	Context ctx = { owner_, {} };
+	snprintf(ctx.socket_name, sizeof(ctx.socket_name), "%s", socket_name_.c_str());
+	const int keep[] = { guard_end.get(), criu.get(), listen.get(), image_dir };
+	try {
+		guard_pid_ = guard::spawn(keep, guard_main, &ctx);
+	} catch (...) {
+		unlinkat(image_dir, socket_name_.c_str(), 0);
+		throw;
+	}
+	pr_info("restore guard started (pid %d): it kills half-restored GPU tasks if criu dies", guard_pid_);
+}
+
+RestoreGuard::~RestoreGuard()
+{
+	if (getpid() != owner_) {
+		channel_.release(); // criu closed it in this task; the number may be a restored file now
+		return;
+	}
+	release();
+}
+
+void RestoreGuard::enlist_this_task(int image_dir) const
+{
+	const unique_fd sock(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	const unique_fd self = guard::pidfd_open(getpid());
+	if (!sock || !self) {
+		pr_warn("pid %d cannot enlist with the restore guard: %s; should criu die before the task is "
+			"restored, the task would be left half-restored",
+			getpid(), strerror(errno));
+		return;
+	}
+	// A relative name from the image directory reaches the socket whatever mount namespace and
+	// root this task has by now; the working directory is put back at once (criu sets the
+	// task's own later).
+	sockaddr_un addr = {};
+	addr.sun_family = AF_UNIX;
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_name_.c_str());
+	const unique_fd cwd(open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+	int ret = -ENOENT;
+	if (cwd && !fchdir(image_dir)) {
+		ret = connect(sock.get(), reinterpret_cast<const sockaddr *>(&addr), sizeof(addr)) ? -errno : 0;
+		if (fchdir(cwd.get()))
+			pr_warn("cannot return to the working directory after enlisting with the restore guard: %s",
+				strerror(errno));
+	}
+	if (!ret)
+		ret = guard::send_message(sock.get(), { kEnlist, getpid() }, self.get());
+	if (ret)
+		pr_warn("pid %d cannot enlist with the restore guard through %s: %s; should criu die before the "
+			"task is restored, the task would be left half-restored",
+			getpid(), socket_name_.c_str(), strerror(-ret));
+	else
+		pr_debug("pid %d enlisted with the restore guard", getpid());
+}
+
+void RestoreGuard::resumed(pid_t pid)
+{
+	if (getpid() == owner_ && !released_)
+		guard::send_message(channel_.get(), { kResumed, pid });
+}
+
+void RestoreGuard::release()
+{
+	if (released_ || getpid() != owner_)
+		return;
+	released_ = true;
+	guard::send_message(channel_.get(), { kRelease, 0 });
+	channel_.reset();
+}
+
+} // namespace amdgpu

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The restore's guard: a task criu is restoring with GPU state must not outlive criu unless its
+// restore got to the end. If criu dies before, the tasks it was restoring wait for criu's next
+// stage forever (futex waits inside criu's restore code and restorer), holding their KFD process,
+// BOs and queues; nothing in criu or the kernel ends them.
+//
+// The guard is started from criu's main process at the plugin's init, before criu forks the tasks,
+// when the images hold GPU state. A task enlists itself from the plugin's restore hook, before
+// KFD RESTORE creates anything for it, by sending a pidfd of itself. criu closes every inherited
+// descriptor in a task it restores (close_old_fds()), so the task reaches the guard through a
+// datagram socket the guard binds in the image directory, which the task can always reach through
+// criu's image-directory fd whatever its mount and network namespaces:
+//   amdgpu-guard-<criu pid>.sock
+// criu's main process tells the guard (over a SOCK_SEQPACKET pair) of every task whose GPU queues
+// it resumed (the RESUME_DEVICES_LATE hook: the task's memory and GPU state are complete, and
+// criu only has to let it go), and releases it at the plugin's exit. The guard ends as soon as
+// every enlisted task is resumed, or on release.
+//
+// If criu dies first, the guard SIGKILLs every enlisted task not yet resumed, through its pidfd
+// (never a pid that could have been reused), waits for it to be gone, and says so in its log
+// (guard_process.hpp). The kernel then frees the task's KFD state as for any exiting process. A
+// task already resumed is left alone: it is whole, and criu's death only lets it go as criu
+// would have.
+#pragma once
+
+#include "unique_fd.hpp"
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace amdgpu {
+
+class RestoreGuard {
+public:
+	// In criu's main process. Throws Error if the guard cannot be started (the socket cannot be
+	// made in the image directory, for one).
+	explicit RestoreGuard(int image_dir);
+	~RestoreGuard();
+	RestoreGuard(const RestoreGuard &) = delete;
+	RestoreGuard &operator=(const RestoreGuard &) = delete;
+
+	// In a task being restored, before its KFD state is created; `image_dir` is criu's
+	// image-directory fd in that task. Warns (and the restore goes on unguarded) if the guard
+	// cannot be reached.
+	void enlist_this_task(int image_dir) const;
+
+	// In criu's main process: the GPU queues of `pid` (criu's pid namespace) run again.
+	void resumed(pid_t pid);
+	void release();
+
+	const std::string &socket_name() const { return socket_name_; }
+
+private:
+	std::string socket_name_;
+	unique_fd channel_; // criu main's end; in a task its number means nothing any more
+	pid_t owner_;
+	pid_t guard_pid_ = -1;
+	bool released_ = false;
+};
+
+} // namespace amdgpu
