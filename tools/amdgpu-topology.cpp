@@ -11,7 +11,6 @@
 #include "topology_image.hpp"
 #include "unique_fd.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
 
@@ -148,22 +147,6 @@ bool print_mapping(const Topology &src, const std::string &src_name, const Topol
 }
 
 // The amdgpu-kfd-<id>.img files of an image directory, by id.
-std::vector<uint32_t> kfd_image_ids(const std::string &dir)
-{
-	std::unique_ptr<DIR, int (*)(DIR *)> d(opendir(dir.c_str()), closedir);
-	if (!d)
-		fail_errno(errno, "cannot list %s", dir.c_str());
-	std::vector<uint32_t> ids;
-	while (const dirent *e = readdir(d.get())) {
-		unsigned id = 0;
-		int end = 0;
-		if (std::sscanf(e->d_name, "amdgpu-kfd-%u.img%n", &id, &end) == 1 && e->d_name[end] == '\0')
-			ids.push_back(id);
-	}
-	std::sort(ids.begin(), ids.end());
-	return ids;
-}
-
 int run(int argc, char **argv)
 {
 	std::string sysfs(kDefaultTopologyDir), from, images;
@@ -211,12 +194,12 @@ int run(int argc, char **argv)
 			return print_mapping(src, from, local, sysfs, policy) ? kExitOk : kExitNoMapping;
 		}
 
-		const std::vector<uint32_t> ids = kfd_image_ids(images);
-		if (ids.empty())
-			fail(-ENOENT, "%s holds no amdgpu-kfd-<id>.img", images.c_str());
 		unique_fd dirfd(open(images.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 		if (!dirfd)
 			fail_errno(errno, "cannot open %s", images.c_str());
+		const std::vector<uint32_t> ids = kfd_image_ids(dirfd.get());
+		if (ids.empty())
+			fail(-ENOENT, "%s holds no amdgpu-kfd-<id>.img", images.c_str());
 		bool all_mapped = true;
 		for (uint32_t id : ids) {
 			const std::string name = kfd_image_name(id);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -63,23 +64,27 @@ std::string kfd_image_name(uint32_t id)
 	return strprintf("amdgpu-kfd-%u.img", id);
 }
 
-bool holds_kfd_image(int dirfd)
+std::vector<uint32_t> kfd_image_ids(int dirfd)
 {
-	// A new open of the directory: criu's own fd must keep its offset.
+	// A new open of the directory: the caller's fd (criu's) keeps its offset.
 	const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	std::unique_ptr<DIR, int (*)(DIR *)> dir(fd >= 0 ? fdopendir(fd) : nullptr, closedir);
+	if (fd < 0)
+		fail_errno(errno, "cannot list the image directory");
+	std::unique_ptr<DIR, int (*)(DIR *)> dir(fdopendir(fd), closedir);
 	if (!dir) {
-		if (fd >= 0)
-			close(fd);
-		return false;
+		const int err = errno;
+		close(fd);
+		fail_errno(err, "cannot list the image directory");
 	}
+	std::vector<uint32_t> ids;
 	while (const dirent *de = readdir(dir.get())) {
 		unsigned int id;
 		int end = 0;
 		if (sscanf(de->d_name, "amdgpu-kfd-%u.img%n", &id, &end) == 1 && end && !de->d_name[end])
-			return true;
+			ids.push_back(id);
 	}
-	return false;
+	std::sort(ids.begin(), ids.end());
+	return ids;
 }
 
 std::string pages_image_name(uint32_t id, uint32_t gpu_id)

@@ -24,8 +24,8 @@ inline constexpr size_t kFrameHeaderSize = 8;
 std::string kfd_image_name(uint32_t id);		    // amdgpu-kfd-<id>.img
 std::string pages_image_name(uint32_t id, uint32_t gpu_id); // amdgpu-pages-<id>-<gpuid %04x>.img
 std::string render_image_name(uint32_t id);		    // amdgpu-renderD-<id>.img
-// True when the directory holds an amdgpu-kfd-<id>.img: these images carry GPU state.
-bool holds_kfd_image(int dirfd);
+// The ids of the amdgpu-kfd-<id>.img in a directory (images of processes with GPU state), sorted.
+std::vector<uint32_t> kfd_image_ids(int dirfd);
 
 // Where the plugin's images go and come from. Normally files in criu's image directory. With
 // `criu --stream`, criu's image streamer: each image is a pipe handed out once, read or written

@@ -131,9 +131,9 @@ void start_restore_guard(bool listed_in_inventory)
 {
 	PluginRun &r = current_run();
 	const ImageDir dir = run_image_dir();
-	if (!listed_in_inventory && !dir.streamed() && !holds_kfd_image(dir.dirfd()))
-		return;
 	try {
+		if (!listed_in_inventory && !dir.streamed() && kfd_image_ids(dir.dirfd()).empty())
+			return;
 		r.restore_guard = std::make_unique<RestoreGuard>(dir.dirfd());
 	} catch (const Error &e) {
 		pr_warn("%s; the restore goes on without a guard: should criu die before it ends, GPU tasks "
