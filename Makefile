@@ -115,7 +115,7 @@ $(BUILD)/bench/%: $(BUILD)/test/bench/%.o $(HOST_OBJ) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) -rdynamic -o $@ $^ $(LDLIBS)
 
-$(UNIT_BIN): $(UNIT_OBJS) $(HOST_OBJ) $(CORE_LIB) | $(PLUGIN)
+$(UNIT_BIN): $(UNIT_OBJS) $(HOST_OBJ) $(CORE_LIB) | $(PLUGIN) $(TOOLS)
 	$(CXX) -rdynamic -o $@ $^ $(LDLIBS) -lgtest -lgtest_main -ldl
 
 $(HEADER_43):

@@ -256,6 +256,8 @@ private:
 	// GPU matchings.
 	Bipartite match(const std::vector<size_t> &gpus, const Placement *p) const;
 	bool fits(const std::vector<size_t> &gpus, const Placement &p) const;
+	std::string explain_left_out(size_t s, const std::vector<size_t> &taken, const std::vector<size_t> &cands,
+				     const Placement *p) const;
 	std::string explain(const std::vector<size_t> &gpus, const Placement *p,
 			    const std::vector<size_t> *candidates) const;
 
@@ -513,10 +515,35 @@ std::string Matcher::explain(const std::vector<size_t> &gpus, const Placement *p
 	for (size_t d : rights)
 		local.push_back(dg_[d]);
 	std::sort(image.begin(), image.end(), [](const Node *x, const Node *y) { return x->node_id < y->node_id; });
-	return strprintf("%s: no local GPU left: the image's %zu GPUs %s fit only %s %s",
+	return strprintf("%s: no local GPU left: the image's %zu GPUs %s fit only %s %s%s",
 			 describe_image_gpu(*sg_[s]).c_str(), image.size(), list_gpu_ids(image).c_str(),
 			 local.size() == 1 ? "local GPU" : strprintf("the %zu local GPUs", local.size()).c_str(),
-			 list_gpu_ids(local).c_str());
+			 list_gpu_ids(local).c_str(), explain_left_out(s, rights, cands, p).c_str());
+}
+
+// The local GPUs among `cands` that none of the competing image GPUs can take (not in `taken`),
+// each with what excludes it for image GPU `s`: one local GPU of eight with older firmware, say.
+std::string Matcher::explain_left_out(size_t s, const std::vector<size_t> &taken, const std::vector<size_t> &cands,
+				      const Placement *p) const
+{
+	constexpr size_t kShown = 4;
+	std::string out;
+	size_t n = 0;
+	for (size_t d : cands) {
+		if (std::find(taken.begin(), taken.end(), d) != taken.end())
+			continue;
+		if (++n > kShown)
+			continue;
+		std::vector<std::string> why;
+		allowed(s, d, p, &why);
+		out += strprintf("%s node %u gpu 0x%x %s", n == 1 ? "; left out:" : ";", dg_[d]->node_id, dg_[d]->gpu_id,
+				 why.empty() ? "does not fit" : why.front().c_str());
+		if (why.size() > 1)
+			out += strprintf(" (and %zu more differences)", why.size() - 1);
+	}
+	if (n > kShown)
+		out += strprintf("; and %zu more local GPUs left out", n - kShown);
+	return out;
 }
 
 // ---------------------------------------------------------------------------------------------

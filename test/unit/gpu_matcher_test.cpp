@@ -364,7 +364,9 @@ TEST(GpuMatcherUpstream, Case2PartialPeerToPeerWithHivesOfDifferentModelsFails)
 	expect_no_mapping(src2.b.build(), dest2.b.build());
 	EXPECT_EQ(match_error(src2.b.build(), dest2.b.build()),
 		  "gpu 0xa002 (node 4, device 0xd000): no local GPU left: the image's 4 GPUs 0xa000, 0xa001, 0xa002, "
-		  "0xa003 fit only the 2 local GPUs 0xb014, 0xb015");
+		  "0xa003 fit only the 2 local GPUs 0xb014, 0xb015; left out: node 2 gpu 0xb000 has device_id 0xd001, not "
+		  "0xd000; node 3 gpu 0xb001 has device_id 0xd001, not 0xd000; node 4 gpu 0xb002 has device_id 0xd001, not "
+		  "0xd000; node 5 gpu 0xb003 has device_id 0xd001, not 0xd000; and 2 more local GPUs left out");
 }
 
 // Cases 3 and 4: only one GPU per hive has a link back from its CPU.
@@ -875,7 +877,26 @@ TEST(GpuMatcherPolicy, TooFewFittingGpusNamesTheCompetitors)
 	dest.gpu(2, 0x22, 0xd001);
 	const std::string error = match_error(src.build(), dest.build());
 	EXPECT_EQ(error, "gpu 0x12 (node 2, device 0xd000): no local GPU left: the image's 2 GPUs 0x11, 0x12 fit only "
-			 "local GPU 0x21");
+			 "local GPU 0x21; left out: node 2 gpu 0x22 has device_id 0xd001, not 0xd000");
+}
+
+TEST(GpuMatcherPolicy, OneOfEightLocalGpusWithOlderFirmwareIsNamedWithItsValues)
+{
+	// Eight GPUs dumped; on the restoring node one of the eight has older MEC firmware.
+	Builder src, dest;
+	for (Builder *b : { &src, &dest })
+		b->cpu(0);
+	for (uint32_t i = 1; i <= 8; i++) {
+		src.gpu(i, 0x10 + i).props.fw_version = 80;
+		dest.gpu(i, 0x20 + i).props.fw_version = i == 6 ? 78 : 80;
+	}
+	const std::string error = match_error(src.build(), dest.build());
+	EXPECT_TRUE(contains(error, "fit only the 7 local GPUs 0x21, 0x22, 0x23, 0x24, 0x25, 0x27, 0x28; left out: "
+				    "node 6 gpu 0x26 has fw_version 78 < 80 (KFD_FW_VER_CHECK=0 disables this check)"))
+		<< error;
+	MatchPolicy lenient;
+	lenient.fw_version = false;
+	EXPECT_EQ(match_gpus(src.build(), dest.build(), lenient).gpu_ids.size(), 8u);
 }
 
 TEST(GpuMatcherPolicy, ManyIdenticalGpusOneNumaNodeShortFailsQuickly)
