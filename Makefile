@@ -62,7 +62,7 @@ UNIT43_SRCS := $(wildcard test/unit/criu-4.3/*.cpp)
 UNIT43_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT43_SRCS))
 UNIT43_BIN := $(BUILD)/test/unit/criu-4.3-tests
 
-.PHONY: all deps plugin tools install deb check check-full check-unit check-vm check-containers bench demo emu clean format
+.PHONY: all deps plugin tools install deb check check-full check-unit check-vm check-containers bench demo emu clean format fuzz fuzz-build fuzz-seeds
 .DEFAULT_GOAL := all
 
 # Test-bed programs built on the host (the guest sees this tree): the image streamer stand-in.
@@ -134,14 +134,52 @@ install: $(PLUGIN) $(TOOLS)
 	$(foreach t,$(TOOLS),install -D -m 0755 $(t) $(DESTDIR)$(BINDIR)/$(notdir $(t));)
 	install -D -m 0644 Documentation/criu-amdgpu-plugin.1 $(DESTDIR)$(MANDIR)/man1/criu-amdgpu-plugin.1
 
+# --- fuzzing: every decoder of outside data under libFuzzer, ASan and UBSan (test/fuzz/README.md).
+# The plugin's sources are built again with clang for it, under $(BUILD)/fuzz.
+FUZZ_CXX     ?= clang++-14
+FUZZ_CC      ?= clang-14
+FUZZ_FLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SECONDS ?= 60
+FUZZ_OBJS    := $(patsubst %.cpp,$(BUILD)/fuzz/%.o,$(CORE_SRCS) tools/support/criu_host.cpp) $(BUILD)/fuzz/proto.o
+FUZZERS      := $(patsubst test/fuzz/fuzz_%.cpp,$(BUILD)/fuzz/fuzz_%,$(wildcard test/fuzz/fuzz_*.cpp))
+
+$(BUILD)/fuzz/%.o: %.cpp $(PROTO_H) | $(DRM_SHIM)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(CPPFLAGS) -std=c++20 $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(BUILD)/fuzz/proto.o: $(PROTO_C) $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%: test/fuzz/fuzz_%.cpp test/fuzz/fuzz_support.hpp $(FUZZ_OBJS)
+	$(FUZZ_CXX) $(CPPFLAGS) -Itest/fuzz -std=c++20 $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) -o $@ $(LDLIBS)
+
+fuzz-build: $(FUZZERS)
+
+# Each harness for FUZZ_SECONDS from its checked-in seeds; findings land in $(BUILD)/fuzz/findings.
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@test/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)
+
+# The seeds, written again by the plugin's own writers.
+fuzz-seeds: $(BUILD)/bin/make-seeds
+	$(BUILD)/bin/make-seeds test/fuzz/corpus
+
+$(BUILD)/bin/make-seeds: $(BUILD)/test/fuzz/make_seeds.o $(HOST_OBJ) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -rdynamic -o $@ $^ $(LDLIBS)
+
+.SECONDARY: $(FUZZ_OBJS)
+-include $(FUZZ_OBJS:.o=.d)
+
 # The test command: installs what is missing, builds, runs every suite, prints one total line.
 check: deps
-	@$(MAKE) --no-print-directory all $(UNIT43_BIN)
+	@$(MAKE) --no-print-directory all $(UNIT43_BIN) fuzz-build
 	@test/run-all.sh
 
 # Everything `make check` runs, with the soak at its full length (50 checkpoint cycles per workload).
 check-full: deps
-	@$(MAKE) --no-print-directory all $(UNIT43_BIN)
+	@$(MAKE) --no-print-directory all $(UNIT43_BIN) fuzz-build
 	@E2E_CYCLES=$${E2E_CYCLES:-50} test/run-all.sh
 
 check-unit: $(UNIT_BIN) $(UNIT43_BIN)

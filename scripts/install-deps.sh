@@ -14,6 +14,8 @@ packages=(
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2
 	# peak RSS of criu in the e2e resource scenarios (GNU time)
 	time
+	# fuzzing the decoders (make fuzz: libFuzzer, ASan, UBSan)
+	clang-14
 	# the Debian package (make deb) and its checks
 	dpkg-dev debhelper lintian
 	# GPU containers in the guest (Debian's crun has no CRIU support: runc checkpoints)

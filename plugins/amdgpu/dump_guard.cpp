@@ -21,7 +21,7 @@ namespace amdgpu {
 
 namespace {
 
-enum Kind : uint32_t { kWatch = 1, kResumed = 2, kRelease = 3 };
+enum Kind : uint32_t { kWatch = 1, kResumed = 2 };
 
 // The guard's descriptors (guard_process.hpp renumbers them from 3).
 constexpr int kChannel = 3;
@@ -82,13 +82,12 @@ void resume(const guard::Journal &journal, Watched &w, Clock::time_point criu_di
 }
 
 // Takes every message that is queued. False once the plugin released the guard.
-bool read_messages(std::vector<Watched> &watched, bool wait, bool &channel_open)
+bool read_messages(std::vector<Watched> &watched, bool &channel_open)
 {
 	for (;;) {
 		guard::Message m;
 		unique_fd fd;
-		const int n = guard::receive_message(kChannel, m, fd, wait);
-		wait = false;
+		const int n = guard::receive_message(kChannel, m, fd, false);
 		if (n == 0)
 			channel_open = false;
 		if (n <= 0)
@@ -102,7 +101,7 @@ bool read_messages(std::vector<Watched> &watched, bool wait, bool &channel_open)
 				if (w.pid == m.pid)
 					w.resumed = true;
 			break;
-		case kRelease:
+		case guard::kRelease:
 			return false;
 		}
 	}
@@ -120,11 +119,11 @@ int guard_main(void *arg)
 			return 1;
 		if (p[0].revents)
 			break;
-		if (p[1].revents && !read_messages(watched, false, channel_open))
+		if (p[1].revents && !read_messages(watched, channel_open))
 			return 0;
 	}
 	const auto criu_died = Clock::now();
-	if (!read_messages(watched, false, channel_open))
+	if (!read_messages(watched, channel_open))
 		return 0; // released just before criu exited
 	for (Watched &w : watched)
 		if (!w.resumed)
@@ -134,34 +133,30 @@ int guard_main(void *arg)
 
 } // namespace
 
-DumpGuard::DumpGuard(int image_dir) : owner_(getpid())
+DumpGuard::DumpGuard(int image_dir)
 {
+	const pid_t criu_pid = getpid();
 	int pair[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair))
 		fail_errno(errno, "cannot make the dump guard's channel");
-	channel_.reset(pair[0]);
-	unique_fd guard_end(pair[1]);
-	unique_fd criu = guard::pidfd_open(owner_);
+	unique_fd channel(pair[0]), guard_end(pair[1]);
+	unique_fd criu = guard::pidfd_open(criu_pid);
 	if (!criu)
-		fail_errno(errno, "cannot open a pidfd of criu (pid %d) for the dump guard", owner_);
-	Context ctx = { owner_, image_dir >= 0 };
+		fail_errno(errno, "cannot open a pidfd of criu (pid %d) for the dump guard", criu_pid);
+	Context ctx = { criu_pid, image_dir >= 0 };
 	const int keep[] = { guard_end.get(), criu.get(), image_dir };
-	guard_pid_ = guard::spawn(std::span(keep, image_dir >= 0 ? 3 : 2), guard_main, &ctx);
-	pr_info("dump guard started (pid %d): it resumes paused GPU queues if criu dies", guard_pid_);
-}
-
-DumpGuard::~DumpGuard()
-{
-	release();
+	const pid_t guard_pid = guard::spawn(std::span(keep, image_dir >= 0 ? 3 : 2), guard_main, &ctx);
+	link_.emplace(std::move(channel), guard_pid);
+	pr_info("dump guard started (pid %d): it resumes paused GPU queues if criu dies", guard_pid);
 }
 
 void DumpGuard::send(uint32_t kind, pid_t pid, int fd)
 {
-	const int ret = guard::send_message(channel_.get(), { kind, pid }, fd);
-	if (ret && !lost_) {
+	const int ret = link_->send(kind, pid, fd);
+	if (ret && ret != -ESHUTDOWN && !lost_) {
 		pr_warn("the dump guard (pid %d) cannot be reached (%s): if criu dies before this dump ends, "
 			"paused GPU queues stay paused",
-			guard_pid_, strerror(-ret));
+			link_->guard_pid(), strerror(-ret));
 		lost_ = true;
 	}
 }
@@ -178,12 +173,7 @@ void DumpGuard::resumed(pid_t pid)
 
 void DumpGuard::release()
 {
-	if (released_ || getpid() != owner_)
-		return;
-	released_ = true;
-	// A guard that is already gone needs no release.
-	guard::send_message(channel_.get(), { kRelease, 0 });
-	channel_.reset();
+	link_->release();
 }
 
 } // namespace amdgpu

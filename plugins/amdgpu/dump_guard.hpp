@@ -17,11 +17,12 @@
 // never touched: criu kills tasks only after the plugin's exit hook released the guard.
 #pragma once
 
-#include "unique_fd.hpp"
+#include "guard_process.hpp"
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 
 namespace amdgpu {
 
@@ -30,7 +31,6 @@ public:
 	// Starts the guard for this criu process; image_dir (a directory fd, or -1 for a stream) is
 	// where the guard writes its log. Throws Error if the guard cannot be started.
 	explicit DumpGuard(int image_dir);
-	~DumpGuard();
 	DumpGuard(const DumpGuard &) = delete;
 	DumpGuard &operator=(const DumpGuard &) = delete;
 
@@ -44,10 +44,7 @@ public:
 private:
 	void send(uint32_t kind, pid_t pid, int fd = -1);
 
-	unique_fd channel_;
-	pid_t owner_;
-	pid_t guard_pid_ = -1;
-	bool released_ = false;
+	std::optional<guard::Link> link_;
 	bool lost_ = false; // said once that the guard is gone
 };
 

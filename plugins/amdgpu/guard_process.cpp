@@ -227,4 +227,25 @@ int receive_message(int sock, Message &m, unique_fd &fd, bool wait)
 	return n == sizeof(m) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? static_cast<int>(n) : -EBADMSG;
 }
 
+Link::~Link()
+{
+	release();
+}
+
+int Link::send(uint32_t kind, pid_t pid, int fd) const
+{
+	if (!owned() || released_)
+		return -ESHUTDOWN;
+	return send_message(channel_.get(), { kind, pid }, fd);
+}
+
+void Link::release()
+{
+	if (released_ || !owned())
+		return;
+	send(kRelease, 0); // a guard that is already gone needs no release
+	released_ = true;
+	channel_.reset();
+}
+
 } // namespace amdgpu::guard

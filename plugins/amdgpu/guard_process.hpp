@@ -24,6 +24,7 @@
 #include "unique_fd.hpp"
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <optional>
@@ -62,6 +63,37 @@ bool pidfd_wait_exit(int pidfd, int timeout_ms);
 struct Message {
 	uint32_t kind = 0;
 	int32_t pid = 0;
+};
+
+// The kind every guard takes as "criu's work is done: exit doing nothing".
+inline constexpr uint32_t kRelease = 0xff;
+
+// criu's end of the channel to its guard. Only the process that started the guard speaks on it:
+// criu's forked helpers inherit a copy (closed with them, nothing said), and in a task criu
+// restores the number means nothing any more (criu closed it), so it is never closed there.
+class Link {
+public:
+	Link(unique_fd channel, pid_t guard_pid) : channel_(std::move(channel)), owner_(getpid()), guard_pid_(guard_pid)
+	{
+	}
+	~Link();
+	Link(const Link &) = delete;
+	Link &operator=(const Link &) = delete;
+
+	bool owned() const { return getpid() == owner_; }
+	pid_t guard_pid() const { return guard_pid_; }
+	// 0 or -errno; nothing is sent from another process or after release().
+	int send(uint32_t kind, pid_t pid, int fd = -1) const;
+	// Sends kRelease once, from the owner.
+	void release();
+	// In a restored task: lets go of the number without closing it.
+	void abandon() { channel_.release(); }
+
+private:
+	unique_fd channel_;
+	pid_t owner_;
+	pid_t guard_pid_;
+	bool released_ = false;
 };
 
 // 0 or -errno (never SIGPIPE).

@@ -22,7 +22,7 @@ namespace amdgpu {
 
 namespace {
 
-enum Kind : uint32_t { kEnlist = 1, kResumed = 2, kRelease = 3 };
+enum Kind : uint32_t { kEnlist = 1, kResumed = 2 };
 
 // The guard's descriptors (guard_process.hpp renumbers them from 3).
 constexpr int kChannel = 3;
@@ -80,7 +80,7 @@ void read_channel(GuardState &s)
 			s.channel_open = false;
 		if (n <= 0)
 			return;
-		if (m.kind == kRelease)
+		if (m.kind == guard::kRelease)
 			s.released = true;
 		if (m.kind != kResumed)
 			continue;
@@ -143,9 +143,10 @@ int guard_main(void *arg)
 
 } // namespace
 
-RestoreGuard::RestoreGuard(int image_dir) : owner_(getpid())
+RestoreGuard::RestoreGuard(int image_dir)
 {
-	socket_name_ = strprintf("amdgpu-guard-%d.sock", owner_);
+	const pid_t criu_pid = getpid();
+	socket_name_ = strprintf("amdgpu-guard-%d.sock", criu_pid);
 	unique_fd listen(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
 	if (!listen)
 		fail_errno(errno, "cannot make the restore guard's socket");
@@ -163,33 +164,31 @@ RestoreGuard::RestoreGuard(int image_dir) : owner_(getpid())
 		unlinkat(image_dir, socket_name_.c_str(), 0);
 		fail_errno(err, "cannot make the restore guard's channel");
 	}
-	channel_.reset(pair[0]);
-	unique_fd guard_end(pair[1]);
-	unique_fd criu = guard::pidfd_open(owner_);
+	unique_fd channel(pair[0]), guard_end(pair[1]);
+	unique_fd criu = guard::pidfd_open(criu_pid);
 	if (!criu) {
 		const int err = errno;
 		unlinkat(image_dir, socket_name_.c_str(), 0);
-		fail_errno(err, "cannot open a pidfd of criu (pid %d) for the restore guard", owner_);
+		fail_errno(err, "cannot open a pidfd of criu (pid %d) for the restore guard", criu_pid);
 	}
-	Context ctx = { owner_, {} };
+	Context ctx = { criu_pid, {} };
 	snprintf(ctx.socket_name, sizeof(ctx.socket_name), "%s", socket_name_.c_str());
 	const int keep[] = { guard_end.get(), criu.get(), listen.get(), image_dir };
+	pid_t guard_pid;
 	try {
-		guard_pid_ = guard::spawn(keep, guard_main, &ctx);
+		guard_pid = guard::spawn(keep, guard_main, &ctx);
 	} catch (...) {
 		unlinkat(image_dir, socket_name_.c_str(), 0);
 		throw;
 	}
-	pr_info("restore guard started (pid %d): it kills half-restored GPU tasks if criu dies", guard_pid_);
+	link_.emplace(std::move(channel), guard_pid);
+	pr_info("restore guard started (pid %d): it kills half-restored GPU tasks if criu dies", guard_pid);
 }
 
 RestoreGuard::~RestoreGuard()
 {
-	if (getpid() != owner_) {
-		channel_.release(); // criu closed it in this task; the number may be a restored file now
-		return;
-	}
-	release();
+	if (!link_->owned())
+		link_->abandon(); // criu closed it in this task; the number may be a restored file now
 }
 
 void RestoreGuard::enlist_this_task(int image_dir) const
@@ -228,17 +227,12 @@ void RestoreGuard::enlist_this_task(int image_dir) const
 
 void RestoreGuard::resumed(pid_t pid)
 {
-	if (getpid() == owner_ && !released_)
-		guard::send_message(channel_.get(), { kResumed, pid });
+	link_->send(kResumed, pid);
 }
 
 void RestoreGuard::release()
 {
-	if (released_ || getpid() != owner_)
-		return;
-	released_ = true;
-	guard::send_message(channel_.get(), { kRelease, 0 });
-	channel_.reset();
+	link_->release();
 }
 
 } // namespace amdgpu

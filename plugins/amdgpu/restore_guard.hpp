@@ -24,10 +24,11 @@
 // would have.
 #pragma once
 
-#include "unique_fd.hpp"
+#include "guard_process.hpp"
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 namespace amdgpu {
@@ -54,10 +55,7 @@ public:
 
 private:
 	std::string socket_name_;
-	unique_fd channel_; // criu main's end; in a task its number means nothing any more
-	pid_t owner_;
-	pid_t guard_pid_ = -1;
-	bool released_ = false;
+	std::optional<guard::Link> link_;
 };
 
 } // namespace amdgpu

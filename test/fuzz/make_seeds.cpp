@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// Writes the seed corpora of the harnesses (test/fuzz/corpus/<harness>/) with the plugin's own
+// writers: `make fuzz-seeds`. The seeds are small and checked in; libFuzzer grows its own copy.
+#include "image_store.hpp"
+#include "metadata_images.hpp"
+#include "topology.hpp"
+#include "topology_image.hpp"
+#include "unique_fd.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace amdgpu;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kFixtures = "test/unit/fixtures/topology";
+
+void save(const fs::path &file, const std::string &bytes)
+{
+	fs::create_directories(file.parent_path());
+	std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string read(const fs::path &file)
+{
+	std::ifstream in(file, std::ios::binary);
+	return { std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>() };
+}
+
+// An image written by the plugin's writer into a scratch directory, as bytes.
+template <typename Write> std::string image_bytes(const std::string &name, Write &&write)
+{
+	char tmpl[] = "/tmp/amdgpu-seeds-XXXXXX";
+	if (!mkdtemp(tmpl))
+		throw std::runtime_error("mkdtemp");
+	const unique_fd dir(open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	write(ImageDir::files(dir.get()));
+	const std::string bytes = read(fs::path(tmpl) / name);
+	fs::remove_all(tmpl);
+	return bytes;
+}
+
+// The kfd image a process using every GPU of `topology` would have: two BOs per GPU (VRAM and a
+// doorbell) and private data with one record per GPU.
+std::string kfd_image(const Topology &topology)
+{
+	const DeviceEntries entries(topology);
+	std::vector<KfdBoEntry> bos;
+	uint64_t va = 0x7f0000000000;
+	for (const Node *gpu : topology.gpus()) {
+		for (uint32_t flags : { 0x80000001u, 0x80000008u }) {
+			KfdBoEntry e = KFD_BO_ENTRY__INIT;
+			e.has_addr = e.has_size = e.has_offset = e.has_alloc_flags = e.has_gpu_id = true;
+			e.addr = va;
+			e.size = flags == 0x80000001u ? 2 << 20 : 8192;
+			e.offset = 0x100000000ull + (va & 0xffffffff);
+			e.alloc_flags = flags;
+			e.gpu_id = gpu->gpu_id;
+			bos.push_back(e);
+			va += 4 << 20;
+		}
+	}
+	std::vector<KfdBoEntry *> bo_ptrs;
+	for (KfdBoEntry &e : bos)
+		bo_ptrs.push_back(&e);
+	std::vector<uint8_t> priv = { 1, 0, 0, 0, 0, 0, 0, 0 };
+	priv.resize(priv.size() + 8 * topology.gpus().size(), 0);
+
+	CriuKfd msg = CRIU_KFD__INIT;
+	entries.attach(msg);
+	msg.has_pid = msg.has_num_of_bos = msg.has_num_of_objects = msg.has_priv_data = true;
+	msg.pid = 4242;
+	msg.num_of_bos = bo_ptrs.size();
+	msg.n_bo_entries = bo_ptrs.size();
+	msg.bo_entries = bo_ptrs.data();
+	msg.priv_data.len = priv.size();
+	msg.priv_data.data = priv.data();
+	return image_bytes(kfd_image_name(1), [&](const ImageDir &dir) { write_criu_kfd(dir, 1, msg); });
+}
+
+std::string render_image(uint32_t gpu_id, uint32_t minor)
+{
+	CriuRenderNode msg = CRIU_RENDER_NODE__INIT;
+	msg.has_gpu_id = msg.has_id = msg.has_drm_render_minor = msg.has_num_of_bos = true;
+	msg.gpu_id = gpu_id;
+	msg.id = 1;
+	msg.drm_render_minor = minor;
+	return image_bytes(render_image_name(1), [&](const ImageDir &dir) { write_criu_render_node(dir, 1, msg); });
+}
+
+// The files of a sysfs tree, in the order fuzz_sysfs_topology replaces them, NUL-separated.
+std::string sysfs_tree(const fs::path &base)
+{
+	std::vector<fs::path> files;
+	for (const auto &e : fs::recursive_directory_iterator(base))
+		if (e.is_regular_file())
+			files.push_back(fs::relative(e.path(), base));
+	std::sort(files.begin(), files.end());
+	std::string out;
+	for (size_t i = 0; i < files.size(); i++)
+		out += (i ? std::string(1, '\0') : std::string()) + read(base / files[i]);
+	return out;
+}
+
+std::string nul_joined(std::initializer_list<std::string> pieces)
+{
+	std::string out;
+	bool first = true;
+	for (const std::string &p : pieces) {
+		if (!first)
+			out += '\0';
+		out += p;
+		first = false;
+	}
+	return out;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	const fs::path out = argc > 1 ? argv[1] : "test/fuzz/corpus";
+	for (const char *name : { "mi210-2gpu-pcie", "mi100-1gpu", "mi210-2gpu-cgroup-hidden", "mi250x-4card" })
+		save(out / "kfd_image" / name, kfd_image(parse_topology(kFixtures / name)));
+	save(out / "render_image" / "renderD128", render_image(0x4f1e, 128));
+	const std::string two_gpus("\x01\0\0\0\0\0\0\0\xd1\0\0\0\0\0\0\0\xd2\0\0\0\0\0\0\0\xb0", 25);
+	save(out / "priv_data" / "two-gpus-onto-four", std::string("\x02\x04", 2) + two_gpus);
+	save(out / "priv_data" / "two-gpus-onto-two", std::string("\x02\x02", 2) + two_gpus);
+	save(out / "sysfs_topology" / "mi210-2gpu-pcie", sysfs_tree(kFixtures / "mi210-2gpu-pcie"));
+	save(out / "options" / "all-set",
+	     nul_joined({ "1", "no", "yes", "0", "YES", "1", "0", "64M", "--amdgpu.KFD_NUMA_CHECK=0", "--other.x" }));
+	save(out / "options" / "plugin-options-only",
+	     nul_joined({ "", "", "", "", "", "", "", "", "--amdgpu.KFD_MAX_BUFFER_SIZE=1G", "--amdgpu.kfd_fw_ver_check" }));
+	printf("seeds written under %s\n", out.c_str());
+	return 0;
+}
