@@ -536,8 +536,8 @@ std::string Matcher::explain_left_out(size_t s, const std::vector<size_t> &taken
 			continue;
 		std::vector<std::string> why;
 		allowed(s, d, p, &why);
-		out += strprintf("%s node %u gpu 0x%x %s", n == 1 ? "; left out:" : ";", dg_[d]->node_id, dg_[d]->gpu_id,
-				 why.empty() ? "does not fit" : why.front().c_str());
+		out += strprintf("%s node %u gpu 0x%x %s", n == 1 ? "; left out:" : ";", dg_[d]->node_id,
+				 dg_[d]->gpu_id, why.empty() ? "does not fit" : why.front().c_str());
 		if (why.size() > 1)
 			out += strprintf(" (and %zu more differences)", why.size() - 1);
 	}

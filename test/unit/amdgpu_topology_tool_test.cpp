@@ -59,8 +59,8 @@ void lower_firmware(const test::TempDir &dir, const fs::path &fixture, const std
 	std::stringstream text;
 	text << in.rdbuf();
 	in.close();
-	const std::string changed =
-		std::regex_replace(text.str(), std::regex("(^|\n)fw_version [0-9]+"), "$1fw_version " + std::to_string(fw));
+	const std::string changed = std::regex_replace(text.str(), std::regex("(^|\n)fw_version [0-9]+"),
+						       "$1fw_version " + std::to_string(fw));
 	std::ofstream(props) << changed;
 }
 
@@ -69,7 +69,8 @@ TEST(AmdgpuTopologyTool, OneOfEightGpusWithOlderFirmwareIsNamedWithItsValues)
 	ASSERT_TRUE(fs::exists(tool())) << tool();
 	const test::TempDir node;
 	lower_firmware(node, kFixtures / "mi300x-8gpu-spx", "5", 100);
-	const std::string args = "--sysfs " + node.path().string() + " --from " + (kFixtures / "mi300x-8gpu-spx").string();
+	const std::string args =
+		"--sysfs " + node.path().string() + " --from " + (kFixtures / "mi300x-8gpu-spx").string();
 
 	const ToolRun refused = run_tool(args);
 	EXPECT_EQ(refused.exit_status, 1) << refused.output;

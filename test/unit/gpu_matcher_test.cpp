@@ -364,8 +364,10 @@ TEST(GpuMatcherUpstream, Case2PartialPeerToPeerWithHivesOfDifferentModelsFails)
 	expect_no_mapping(src2.b.build(), dest2.b.build());
 	EXPECT_EQ(match_error(src2.b.build(), dest2.b.build()),
 		  "gpu 0xa002 (node 4, device 0xd000): no local GPU left: the image's 4 GPUs 0xa000, 0xa001, 0xa002, "
-		  "0xa003 fit only the 2 local GPUs 0xb014, 0xb015; left out: node 2 gpu 0xb000 has device_id 0xd001, not "
-		  "0xd000; node 3 gpu 0xb001 has device_id 0xd001, not 0xd000; node 4 gpu 0xb002 has device_id 0xd001, not "
+		  "0xa003 fit only the 2 local GPUs 0xb014, 0xb015; left out: node 2 gpu 0xb000 has device_id 0xd001, "
+		  "not "
+		  "0xd000; node 3 gpu 0xb001 has device_id 0xd001, not 0xd000; node 4 gpu 0xb002 has device_id 0xd001, "
+		  "not "
 		  "0xd000; node 5 gpu 0xb003 has device_id 0xd001, not 0xd000; and 2 more local GPUs left out");
 }
 

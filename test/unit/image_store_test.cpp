@@ -59,7 +59,7 @@ TEST(ImageStore, ImagesWithGpuStateAreThoseWithAKfdImage)
 	EXPECT_TRUE(kfd_image_ids(dir.fd()).empty());
 	dir.write("amdgpu-kfd-12.img", "x");
 	dir.write("amdgpu-kfd-3.img", "x");
-	EXPECT_EQ(kfd_image_ids(dir.fd()), (std::vector<uint32_t>{ 3, 12 }));
+	EXPECT_EQ(kfd_image_ids(dir.fd()), (std::vector<uint32_t> { 3, 12 }));
 	EXPECT_EQ(lseek(dir.fd(), 0, SEEK_CUR), 0) << "the caller's directory fd keeps its offset";
 }
 
