@@ -557,7 +557,11 @@ void emu_access_fini(void);
 /* fault injection */
 int emu_fault_init(const char *spec);
 void emu_fault_fini(void);
-int emu_fault_check(bool criu, unsigned int nr);
+enum emu_fault_kind { EMU_FAULT_IOCTL, EMU_FAULT_CRIU, EMU_FAULT_DRM };
+/* 0, or the -errno an armed fault for this call returns; counts the call. */
+int emu_fault_check(enum emu_fault_kind kind, unsigned int nr);
+void emu_fault_calls_show(struct seq_file *m);
+void emu_fault_calls_reset(void);
 /* Waits as an armed criu-stall says (0), or -EINTR if a fatal signal ended the wait. */
 int emu_fault_stall_criu(unsigned int op);
 u32 emu_fault_take_rptr_skew(void);

@@ -84,6 +84,34 @@ static const struct file_operations emu_fault_fops = {
 	.write = emu_fault_write,
 };
 
+static int emu_calls_seq_show(struct seq_file *m, void *unused)
+{
+	emu_fault_calls_show(m);
+	return 0;
+}
+
+static int emu_calls_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, emu_calls_seq_show, NULL);
+}
+
+/* Any write starts the count again. */
+static ssize_t emu_calls_write(struct file *file, const char __user *ubuf,
+			       size_t len, loff_t *ppos)
+{
+	emu_fault_calls_reset();
+	return len;
+}
+
+static const struct file_operations emu_calls_fops = {
+	.owner = THIS_MODULE,
+	.open = emu_calls_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = emu_calls_write,
+};
+
 static int emu_access_seq_show(struct seq_file *m, void *unused)
 {
 	emu_access_show(m);
@@ -117,6 +145,7 @@ void emu_debugfs_init(void)
 			    &emu_processes_fops);
 	debugfs_create_file("engines", 0444, emu_debugfs_dir, NULL, &emu_engines_fops);
 	debugfs_create_file("fault", 0600, emu_debugfs_dir, NULL, &emu_fault_fops);
+	debugfs_create_file("calls", 0600, emu_debugfs_dir, NULL, &emu_calls_fops);
 	debugfs_create_file("gpu_access", 0600, emu_debugfs_dir, NULL, &emu_access_fops);
 }
 

@@ -577,11 +577,19 @@ static const struct drm_ioctl_desc emu_drm_ioctls[] = {
 	EMU_DRM_IOCTL(GEM_USERPTR, emu_amdgpu_gem_userptr_ioctl),
 };
 
+/* Every ioctl on a render node, core and amdgpu alike, passes the fault injection first. */
+static long emu_drm_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	int ret = emu_fault_check(EMU_FAULT_DRM, _IOC_NR(cmd));
+
+	return ret ? ret : drm_ioctl(filp, cmd, arg);
+}
+
 static const struct file_operations emu_drm_fops = {
 	.owner = THIS_MODULE,
 	.open = drm_open,
 	.release = drm_release,
-	.unlocked_ioctl = drm_ioctl,
+	.unlocked_ioctl = emu_drm_ioctl,
 	.compat_ioctl = drm_compat_ioctl,
 	.poll = drm_poll,
 	.read = drm_read,

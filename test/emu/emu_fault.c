@@ -5,6 +5,8 @@
  * A fault is armed with one line:
  *   ioctl <nr> <nth> <errno>   the nth call from now of KFD ioctl <nr> fails
  *   criu <op> <nth> <errno>    the nth call from now of CRIU op <op> fails
+ *   drm <nr> <nth> <errno>     the nth call from now of DRM ioctl <nr> (on a
+ *                              render node: core and amdgpu ioctls) fails
  *   criu-stall <op> <nth> <ms> the nth call from now of CRIU op <op> waits
  *                              <ms> milliseconds before it starts (killable:
  *                              a fatal signal ends it with -EINTR), a slow
@@ -13,7 +15,9 @@
  *                              queue it restores (SDMA engine, AQL packet
  *                              processor) <bytes> past its saved read
  *                              pointer (a ring state restored wrong)
- *   clear                      disarm everything
+ *   comm <name>                only calls by tasks named <name> count, fire
+ *                              faults and stalls ("comm" alone: every task)
+ *   clear                      disarm everything (and forget the comm)
  * A firing fault returns -errno (or stalls) before the operation does
  * anything, and is then disarmed.  Lines come from debugfs amdgpu_emu/fault or the fault=
  * module parameter (quoted, fault="criu 1 1 5", or with commas, fault=criu,1,1,5).
@@ -33,9 +37,16 @@
 #define EMU_CRIU_OPS	5
 #define EMU_MAX_STALL_MS	60000
 
+static const char *const emu_fault_kind_names[] = {
+	[EMU_FAULT_IOCTL] = "ioctl", [EMU_FAULT_CRIU] = "criu", [EMU_FAULT_DRM] = "drm",
+};
+static const unsigned int emu_fault_kind_limits[] = {
+	[EMU_FAULT_IOCTL] = AMDKFD_COMMAND_END, [EMU_FAULT_CRIU] = EMU_CRIU_OPS, [EMU_FAULT_DRM] = 256,
+};
+
 struct emu_fault {
 	bool armed;
-	bool criu;
+	enum emu_fault_kind kind;
 	unsigned int nr;
 	unsigned int remaining;
 	int err;		/* fail with -err, or ... */
@@ -45,6 +56,20 @@ struct emu_fault {
 static DEFINE_SPINLOCK(emu_fault_lock);
 static struct emu_fault emu_faults[EMU_MAX_FAULTS];
 static u32 emu_fault_rptr_skew;	/* under emu_fault_lock */
+static char emu_fault_comm[TASK_COMM_LEN];	/* under emu_fault_lock; "" = every task */
+/* Calls seen (by tasks of emu_fault_comm), per kind and number: what a fault sweep enumerates. */
+static unsigned long emu_fault_calls[3][256];	/* under emu_fault_lock */
+
+/* Whether the current task is one the faults are for; emu_fault_lock held. */
+static bool emu_fault_task_matches(void)
+{
+	char comm[TASK_COMM_LEN];
+
+	if (!emu_fault_comm[0])
+		return true;
+	get_task_comm(comm, current);
+	return !strcmp(comm, emu_fault_comm);
+}
 
 /* The armed restore-rptr skew, disarming it; 0 if none. */
 u32 emu_fault_take_rptr_skew(void)
@@ -60,16 +85,22 @@ u32 emu_fault_take_rptr_skew(void)
 	return skew;
 }
 
-int emu_fault_check(bool criu, unsigned int nr)
+int emu_fault_check(enum emu_fault_kind kind, unsigned int nr)
 {
 	unsigned int i;
 	int ret = 0;
 
 	spin_lock(&emu_fault_lock);
+	if (!emu_fault_task_matches()) {
+		spin_unlock(&emu_fault_lock);
+		return 0;
+	}
+	if (nr < emu_fault_kind_limits[kind])
+		emu_fault_calls[kind][nr]++;
 	for (i = 0; i < EMU_MAX_FAULTS; i++) {
 		struct emu_fault *f = &emu_faults[i];
 
-		if (!f->armed || f->stall_ms || f->criu != criu || f->nr != nr)
+		if (!f->armed || f->stall_ms || f->kind != kind || f->nr != nr)
 			continue;
 		if (--f->remaining)
 			continue;
@@ -80,7 +111,7 @@ int emu_fault_check(bool criu, unsigned int nr)
 	spin_unlock(&emu_fault_lock);
 	if (ret)
 		pr_info(EMU_NAME ": injected %s %u failure: %d\n",
-			criu ? "criu op" : "ioctl", nr, ret);
+			kind == EMU_FAULT_CRIU ? "criu op" : emu_fault_kind_names[kind], nr, ret);
 	return ret;
 }
 
@@ -89,6 +120,10 @@ int emu_fault_stall_criu(unsigned int op)
 	unsigned int i, ms = 0;
 
 	spin_lock(&emu_fault_lock);
+	if (!emu_fault_task_matches()) {
+		spin_unlock(&emu_fault_lock);
+		return 0;
+	}
 	for (i = 0; i < EMU_MAX_FAULTS; i++) {
 		struct emu_fault *f = &emu_faults[i];
 
@@ -107,8 +142,8 @@ int emu_fault_stall_criu(unsigned int op)
 	return fatal_signal_pending(current) ? -EINTR : 0;
 }
 
-static int emu_fault_arm(bool criu, unsigned int nr, unsigned int nth, int err,
-			 unsigned int stall_ms)
+static int emu_fault_arm(enum emu_fault_kind kind, unsigned int nr, unsigned int nth,
+			 int err, unsigned int stall_ms)
 {
 	unsigned int i;
 	int ret = -ENOSPC;
@@ -119,7 +154,7 @@ static int emu_fault_arm(bool criu, unsigned int nr, unsigned int nth, int err,
 
 		if (f->armed)
 			continue;
-		f->criu = criu;
+		f->kind = kind;
 		f->nr = nr;
 		f->remaining = nth;
 		f->err = err;
@@ -137,6 +172,7 @@ static void emu_fault_clear(void)
 	spin_lock(&emu_fault_lock);
 	memset(emu_faults, 0, sizeof(emu_faults));
 	emu_fault_rptr_skew = 0;
+	emu_fault_comm[0] = '\0';
 	spin_unlock(&emu_fault_lock);
 }
 
@@ -168,7 +204,13 @@ static int emu_fault_parse_line(char *line)
 	if (sscanf(line, "criu-stall %u %u %u %n", &nr, &nth, &ms, &n) == 3 && !line[n]) {
 		if (nr >= EMU_CRIU_OPS || !nth || !ms || ms > EMU_MAX_STALL_MS)
 			return -EINVAL;
-		return emu_fault_arm(true, nr, nth, 0, ms);
+		return emu_fault_arm(EMU_FAULT_CRIU, nr, nth, 0, ms);
+	}
+	if (!strcmp(line, "comm") || !strncmp(line, "comm ", 5)) {
+		spin_lock(&emu_fault_lock);
+		strscpy(emu_fault_comm, line[4] ? strim(line + 5) : "", sizeof(emu_fault_comm));
+		spin_unlock(&emu_fault_lock);
+		return 0;
 	}
 	n = 0;
 	if (sscanf(line, "%7s %u %u %d %n", kind, &nr, &nth, &err, &n) != 4 ||
@@ -176,15 +218,13 @@ static int emu_fault_parse_line(char *line)
 		return -EINVAL;
 	if (!nth || err <= 0 || err >= MAX_ERRNO)
 		return -EINVAL;
-	if (!strcmp(kind, "ioctl")) {
-		if (nr < AMDKFD_COMMAND_START || nr >= AMDKFD_COMMAND_END)
+	for (n = 0; n < (int)ARRAY_SIZE(emu_fault_kind_names); n++) {
+		if (strcmp(kind, emu_fault_kind_names[n]))
+			continue;
+		if (nr >= emu_fault_kind_limits[n] ||
+		    (n == EMU_FAULT_IOCTL && nr < AMDKFD_COMMAND_START))
 			return -EINVAL;
-		return emu_fault_arm(false, nr, nth, err, 0);
-	}
-	if (!strcmp(kind, "criu")) {
-		if (nr >= EMU_CRIU_OPS)
-			return -EINVAL;
-		return emu_fault_arm(true, nr, nth, err, 0);
+		return emu_fault_arm(n, nr, nth, err, 0);
 	}
 	return -EINVAL;
 }
@@ -219,8 +259,30 @@ void emu_fault_show(struct seq_file *m)
 			seq_printf(m, "criu-stall %u %u %u\n", snap[i].nr,
 				   snap[i].remaining, snap[i].stall_ms);
 		else if (snap[i].armed)
-			seq_printf(m, "%s %u %u %d\n", snap[i].criu ? "criu" : "ioctl",
+			seq_printf(m, "%s %u %u %d\n", emu_fault_kind_names[snap[i].kind],
 				   snap[i].nr, snap[i].remaining, snap[i].err);
+}
+
+/* The calls seen since the last reset, one "<kind> <nr> <count>" line each. */
+void emu_fault_calls_show(struct seq_file *m)
+{
+	static unsigned long snap[3][256];	/* under the debugfs file's single reader */
+	unsigned int k, nr;
+
+	spin_lock(&emu_fault_lock);
+	memcpy(snap, emu_fault_calls, sizeof(snap));
+	spin_unlock(&emu_fault_lock);
+	for (k = 0; k < ARRAY_SIZE(emu_fault_kind_names); k++)
+		for (nr = 0; nr < emu_fault_kind_limits[k]; nr++)
+			if (snap[k][nr])
+				seq_printf(m, "%s %u %lu\n", emu_fault_kind_names[k], nr, snap[k][nr]);
+}
+
+void emu_fault_calls_reset(void)
+{
+	spin_lock(&emu_fault_lock);
+	memset(emu_fault_calls, 0, sizeof(emu_fault_calls));
+	spin_unlock(&emu_fault_lock);
 }
 
 int emu_fault_init(const char *spec)

@@ -673,7 +673,7 @@ static long emu_kfd_ioctl(struct file *filp, unsigned int ucmd, unsigned long ar
 	if (!desc->fn)
 		return -EINVAL;
 
-	ret = emu_fault_check(false, nr);
+	ret = emu_fault_check(EMU_FAULT_IOCTL, nr);
 	if (ret)
 		return ret;
 
@@ -709,7 +709,7 @@ static long emu_kfd_ioctl(struct file *filp, unsigned int ucmd, unsigned long ar
 	}
 
 	if (desc->flags & EMU_IOC_FLAG_CRIU) {
-		ret = emu_fault_check(true, ((struct kfd_ioctl_criu_args *)kdata)->op);
+		ret = emu_fault_check(EMU_FAULT_CRIU, ((struct kfd_ioctl_criu_args *)kdata)->op);
 		if (!ret)
 			ret = emu_fault_stall_criu(((struct kfd_ioctl_criu_args *)kdata)->op);
 		if (ret)

@@ -101,6 +101,33 @@ void test_fault_injection(struct ctx *ctx)
 		tap_errno(criu_op(ctx->kfd, &a, KFD_CRIU_OP_UNPAUSE), 0, "UNPAUSE after it, not stalled");
 	}
 
+	/* Faults and counts only for tasks of the given name (a sweep's criu, not its workload). */
+	tap_errno(fault_arm("comm no-such-task\nioctl 22 1 12\n"), 0, "arm a fault for tasks named no-such-task");
+	r = alloc_gtt(ctx, &b1);
+	if (tap_errno(r, 0, "a task of another name is not hit"))
+		bo_free(ctx->kfd, b1.handle);
+	fault_arm("clear\n");
+	{
+		char buf[256] = "";
+		int fd = open("/sys/kernel/debug/amdgpu_emu/calls", O_RDWR | O_CLOEXEC);
+		ssize_t n = -1;
+		bool counted;
+
+		if (fd >= 0 && write(fd, "reset\n", 6) == 6) {
+			r = alloc_gtt(ctx, &b1);
+			if (!r)
+				bo_free(ctx->kfd, b1.handle);
+			n = pread(fd, buf, sizeof(buf) - 1, 0);
+		}
+		if (fd >= 0)
+			close(fd);
+		if (n > 0)
+			buf[n] = '\0';
+		counted = n > 0 && strstr(buf, "ioctl 22 1\n");
+		tap_ok(counted, "debugfs calls counts the ALLOC since its reset ('%s')",
+		       n > 0 ? strtok(buf, "\n") : "unreadable");
+	}
+
 	check_processes_file();
 	fault_arm("clear\n");
 }
