@@ -4,6 +4,7 @@
 #include "error.hpp"
 
 #include <amdgpu_drm.h>
+#include <xf86drm.h>
 
 #include <cerrno>
 #include <utility>
@@ -15,6 +16,13 @@ namespace {
 
 constexpr uint64_t kPageSize = 4096;
 
+// libdrm_amdgpu returns -errno from its own checks but passes drmIoctl()'s -1 through from
+// others (a failed PRIME import, say), leaving the reason in errno.
+int drm_error(int ret)
+{
+	return ret == -1 && errno ? -errno : ret;
+}
+
 uint64_t page_align(uint64_t size)
 {
 	return (size + kPageSize - 1) & ~(kPageSize - 1);
@@ -24,13 +32,19 @@ uint64_t page_align(uint64_t size)
 
 GpuDevice::GpuDevice(int render_fd, uint32_t gpu_id) : gpu_id_(gpu_id)
 {
+	// libdrm_amdgpu 2.4.114 dereferences what drmGetVersion() returns without a check: ask first,
+	// so that a render node that does not answer fails here with its reason, not in libdrm.
+	drmVersionPtr version = drmGetVersion(render_fd);
+	if (!version)
+		fail_errno(errno ? errno : EIO, "GPU 0x%04x: the render node does not answer DRM_IOCTL_VERSION", gpu_id);
+	drmFreeVersion(version);
 	uint32_t major = 0, minor = 0;
 	if (const int ret = amdgpu_device_initialize(render_fd, &major, &minor, &dev_))
-		fail_errno(ret, "GPU 0x%04x: libdrm_amdgpu cannot initialise the render node", gpu_id);
+		fail_errno(drm_error(ret), "GPU 0x%04x: libdrm_amdgpu cannot initialise the render node", gpu_id);
 	amdgpu_gpu_info info = {};
 	if (const int ret = amdgpu_query_gpu_info(dev_, &info)) {
 		amdgpu_device_deinitialize(dev_);
-		fail_errno(ret, "GPU 0x%04x: cannot query the GPU family", gpu_id);
+		fail_errno(drm_error(ret), "GPU 0x%04x: cannot query the GPU family", gpu_id);
 	}
 	family_ = info.family_id;
 	// The SDMA packet encoding used here is that of SDMA 4 and later (gfx9+).
@@ -52,14 +66,14 @@ MappedBo::MappedBo(const GpuDevice &dev, amdgpu_bo_handle bo, uint64_t size, con
 	if (int ret = amdgpu_va_range_alloc(dev.handle(), amdgpu_gpu_va_range_general, size_, kPageSize, 0, &va_,
 					    &va_handle_, 0)) {
 		release();
-		fail_errno(ret, "GPU 0x%04x: no GPU address range of %llu bytes for %s", gpu_id_,
+		fail_errno(drm_error(ret), "GPU 0x%04x: no GPU address range of %llu bytes for %s", gpu_id_,
 			   static_cast<unsigned long long>(size_), what);
 	}
 	if (int ret = amdgpu_bo_va_op(bo_, 0, size_, va_, 0, AMDGPU_VA_OP_MAP)) {
 		amdgpu_va_range_free(va_handle_);
 		va_handle_ = nullptr;
 		release();
-		fail_errno(ret, "GPU 0x%04x: cannot map %s (%llu bytes) at GPU address 0x%llx", gpu_id_, what,
+		fail_errno(drm_error(ret), "GPU 0x%04x: cannot map %s (%llu bytes) at GPU address 0x%llx", gpu_id_, what,
 			   static_cast<unsigned long long>(size_), static_cast<unsigned long long>(va_));
 	}
 }
@@ -94,7 +108,7 @@ MappedBo MappedBo::import_dmabuf(const GpuDevice &dev, int dmabuf_fd, uint64_t s
 	amdgpu_bo_import_result res = {};
 	if (int ret = amdgpu_bo_import(dev.handle(), amdgpu_bo_handle_type_dma_buf_fd, static_cast<uint32_t>(dmabuf_fd),
 				       &res))
-		fail_errno(ret, "GPU 0x%04x: cannot import the dma-buf of a %llu-byte BO", dev.gpu_id(),
+		fail_errno(drm_error(ret), "GPU 0x%04x: cannot import the dma-buf of a %llu-byte BO", dev.gpu_id(),
 			   static_cast<unsigned long long>(size));
 	if (res.alloc_size < size) {
 		amdgpu_bo_free(res.buf_handle);
@@ -108,7 +122,7 @@ MappedBo MappedBo::from_user_memory(const GpuDevice &dev, void *cpu, uint64_t si
 {
 	amdgpu_bo_handle bo = nullptr;
 	if (int ret = amdgpu_create_bo_from_user_mem(dev.handle(), cpu, size, &bo))
-		fail_errno(ret, "GPU 0x%04x: cannot register %llu bytes of staging memory", dev.gpu_id(),
+		fail_errno(drm_error(ret), "GPU 0x%04x: cannot register %llu bytes of staging memory", dev.gpu_id(),
 			   static_cast<unsigned long long>(size));
 	return MappedBo(dev, bo, size, "staging memory");
 }
@@ -121,18 +135,18 @@ MappedBo MappedBo::alloc_gtt(const GpuDevice &dev, uint64_t size)
 	req.preferred_heap = AMDGPU_GEM_DOMAIN_GTT;
 	amdgpu_bo_handle bo = nullptr;
 	if (int ret = amdgpu_bo_alloc(dev.handle(), &req, &bo))
-		fail_errno(ret, "GPU 0x%04x: cannot allocate a %llu-byte GTT buffer", dev.gpu_id(),
+		fail_errno(drm_error(ret), "GPU 0x%04x: cannot allocate a %llu-byte GTT buffer", dev.gpu_id(),
 			   static_cast<unsigned long long>(req.alloc_size));
 	MappedBo mapped(dev, bo, req.alloc_size, "an indirect buffer");
 	if (int ret = amdgpu_bo_cpu_map(bo, &mapped.cpu_))
-		fail_errno(ret, "GPU 0x%04x: cannot map an indirect buffer for the CPU", dev.gpu_id());
+		fail_errno(drm_error(ret), "GPU 0x%04x: cannot map an indirect buffer for the CPU", dev.gpu_id());
 	return mapped;
 }
 
 SdmaQueue::SdmaQueue(const GpuDevice &dev) : dev_(dev)
 {
 	if (int ret = amdgpu_cs_ctx_create(dev.handle(), &ctx_))
-		fail_errno(ret, "GPU 0x%04x: cannot create a submission context", dev.gpu_id());
+		fail_errno(drm_error(ret), "GPU 0x%04x: cannot create a submission context", dev.gpu_id());
 }
 
 SdmaQueue::~SdmaQueue()
@@ -147,7 +161,7 @@ uint64_t SdmaQueue::submit(const MappedBo &ib, uint32_t dwords, std::span<const 
 	amdgpu_bo_list_handle list = nullptr;
 	if (int ret = amdgpu_bo_list_create(dev_.handle(), static_cast<uint32_t>(handles.size()), handles.data(),
 					    nullptr, &list))
-		fail_errno(ret, "GPU 0x%04x: cannot build the buffer list of an SDMA submission", dev_.gpu_id());
+		fail_errno(drm_error(ret), "GPU 0x%04x: cannot build the buffer list of an SDMA submission", dev_.gpu_id());
 
 	amdgpu_cs_ib_info ib_info = {};
 	ib_info.ib_mc_address = ib.va();
@@ -161,7 +175,7 @@ uint64_t SdmaQueue::submit(const MappedBo &ib, uint32_t dwords, std::span<const 
 	const int ret = amdgpu_cs_submit(ctx_, 0, &req, 1);
 	amdgpu_bo_list_destroy(list);
 	if (ret)
-		fail_errno(ret, "GPU 0x%04x: SDMA submission of %u dwords failed", dev_.gpu_id(), dwords);
+		fail_errno(drm_error(ret), "GPU 0x%04x: SDMA submission of %u dwords failed", dev_.gpu_id(), dwords);
 	return req.seq_no;
 }
 
@@ -174,7 +188,7 @@ void SdmaQueue::wait(uint64_t seq, uint64_t timeout_ns)
 	fence.fence = seq;
 	uint32_t expired = 0;
 	if (int ret = amdgpu_cs_query_fence_status(&fence, timeout_ns, 0, &expired))
-		fail_errno(ret, "GPU 0x%04x: waiting for SDMA submission %llu failed", dev_.gpu_id(),
+		fail_errno(drm_error(ret), "GPU 0x%04x: waiting for SDMA submission %llu failed", dev_.gpu_id(),
 			   static_cast<unsigned long long>(seq));
 	if (!expired)
 		fail(-ETIMEDOUT, "GPU 0x%04x: SDMA submission %llu did not complete within %llu s", dev_.gpu_id(),

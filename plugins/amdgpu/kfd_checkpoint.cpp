@@ -10,6 +10,7 @@
 #include "metadata_images.hpp"
 #include "task_fds.hpp"
 #include "topology_image.hpp"
+#include "transient_retry.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -232,7 +233,7 @@ void DumpSession::finish()
 		return;
 	}
 	for (PausedProcess &p : paused_) {
-		if (const int ret = kfd::criu_unpause(p.fd.get()))
+		if (const int ret = with_transient_retries([&] { return kfd::criu_unpause(p.fd.get()); }))
 			pr_err("pid %u: KFD UNPAUSE failed, its GPU queues may stay stopped: %s", p.pid,
 			       strerror(-ret));
 		else

@@ -13,6 +13,7 @@
 #include "log.hpp"
 #include "task_fds.hpp"
 #include "topology_image.hpp"
+#include "transient_retry.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -470,11 +472,18 @@ int resume_gpu_process(int pid, const std::string &kfd_path)
 			return -ENOTSUP;
 		fail_errno(errno, "cannot open %s to resume pid %d", kfd_path.c_str(), pid);
 	}
-	const int ret = kfd::criu_resume(fd.get(), static_cast<uint32_t>(pid));
+	const int ret = with_transient_retries([&] { return kfd::criu_resume(fd.get(), static_cast<uint32_t>(pid)); });
 	if (ret == -ESRCH)
 		return -ENOTSUP; // the task has no KFD state: not a GPU process
-	if (ret)
-		fail_errno(ret, "KFD RESUME of pid %d failed: its GPU queues stay stopped", pid);
+	if (ret) {
+		// criu goes on whatever this hook returns, and would let the task run with GPU queues that
+		// never start: a process that looks alive and never finishes. It is half-restored: end it,
+		// and criu's restore fails when it lets its tasks go.
+		const int killed = kill(pid, SIGKILL) ? -errno : 0;
+		fail_errno(ret, "KFD RESUME of pid %d failed, so its GPU queues would never run again; %s", pid,
+			   killed ? strprintf("and it cannot be killed (%s)", strerror(-killed)).c_str()
+				  : "the task is killed and the restore fails");
+	}
 	pr_info("pid %d: GPU queues resumed", pid);
 	return 0;
 }
