@@ -177,10 +177,11 @@ check: deps
 	@$(MAKE) --no-print-directory all $(UNIT43_BIN) fuzz-build
 	@test/run-all.sh
 
-# Everything `make check` runs, with the soak at its full length (50 checkpoint cycles per workload).
+# Everything `make check` runs, with the soak at its full length (50 checkpoint cycles per workload)
+# and the fault sweep over every occurrence of every call.
 check-full: deps
 	@$(MAKE) --no-print-directory all $(UNIT43_BIN) fuzz-build
-	@E2E_CYCLES=$${E2E_CYCLES:-50} test/run-all.sh
+	@E2E_CYCLES=$${E2E_CYCLES:-50} FAULT_SWEEP=$${FAULT_SWEEP:-full} test/run-all.sh
 
 check-unit: $(UNIT_BIN) $(UNIT43_BIN)
 	@test/unit/run.sh $(UNIT_BIN)

@@ -2,11 +2,16 @@
 #include "amdgpu_device.hpp"
 
 #include "error.hpp"
+#include "log.hpp"
 
 #include <amdgpu_drm.h>
 #include <xf86drm.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -96,8 +101,14 @@ void MappedBo::release() noexcept
 	if (cpu_)
 		amdgpu_bo_cpu_unmap(bo_);
 	if (va_handle_) {
-		amdgpu_bo_va_op(bo_, 0, size_, va_, 0, AMDGPU_VA_OP_UNMAP);
-		amdgpu_va_range_free(va_handle_);
+		// A range whose unmap failed is never handed out again: the next BO there would be
+		// copied through whatever the GPU still maps at that address.
+		if (const int ret = amdgpu_bo_va_op(bo_, 0, size_, va_, 0, AMDGPU_VA_OP_UNMAP))
+			pr_warn("GPU 0x%04x: cannot unmap %llu bytes at GPU address 0x%llx: %s; the range stays reserved",
+				gpu_id_, static_cast<unsigned long long>(size_), static_cast<unsigned long long>(va_),
+				strerror(-drm_error(ret)));
+		else
+			amdgpu_va_range_free(va_handle_);
 	}
 	amdgpu_bo_free(bo_);
 	bo_ = nullptr;
@@ -186,13 +197,27 @@ void SdmaQueue::wait(uint64_t seq, uint64_t timeout_ns)
 	fence.ip_type = AMDGPU_HW_IP_DMA;
 	fence.ring = 0;
 	fence.fence = seq;
-	uint32_t expired = 0;
-	if (int ret = amdgpu_cs_query_fence_status(&fence, timeout_ns, 0, &expired))
-		fail_errno(drm_error(ret), "GPU 0x%04x: waiting for SDMA submission %llu failed", dev_.gpu_id(),
-			   static_cast<unsigned long long>(seq));
-	if (!expired)
-		fail(-ETIMEDOUT, "GPU 0x%04x: SDMA submission %llu did not complete within %llu s", dev_.gpu_id(),
-		     static_cast<unsigned long long>(seq), static_cast<unsigned long long>(timeout_ns / 1000000000ull));
+	// The kernel is only asked to look (an absolute deadline of 0), and the waiting is timed here:
+	// a task criu restores lives in criu's time namespace, whose monotonic clock is off the
+	// kernel's by however long ago (or, after a migration, how much later) the dump was taken, so
+	// any deadline libdrm computes from it means another moment to the kernel.
+	using Clock = std::chrono::steady_clock;
+	const auto deadline = Clock::now() + std::chrono::nanoseconds(timeout_ns);
+	auto pause = std::chrono::microseconds(20);
+	for (;;) {
+		uint32_t expired = 0;
+		if (int ret = amdgpu_cs_query_fence_status(&fence, 0, AMDGPU_QUERY_FENCE_TIMEOUT_IS_ABSOLUTE, &expired))
+			fail_errno(drm_error(ret), "GPU 0x%04x: waiting for SDMA submission %llu failed", dev_.gpu_id(),
+				   static_cast<unsigned long long>(seq));
+		if (expired)
+			return;
+		if (Clock::now() > deadline)
+			fail(-ETIMEDOUT,
+			     "GPU 0x%04x: SDMA submission %llu did not complete within %.1f s: the copy engine is taken for hung",
+			     dev_.gpu_id(), static_cast<unsigned long long>(seq), static_cast<double>(timeout_ns) / 1e9);
+		std::this_thread::sleep_for(pause);
+		pause = std::min(pause * 2, std::chrono::microseconds(1000));
+	}
 }
 
 } // namespace amdgpu

@@ -27,10 +27,17 @@ namespace amdgpu {
 
 namespace {
 
-// A chunk is at most one staging buffer; a few seconds even on a slow engine. Far beyond it
-// the engine is hung, and criu must fail rather than wait forever.
-constexpr uint64_t kWaitTimeoutNs = 120ull * 1000 * 1000 * 1000;
+// How long a chunk may take before the engine counts as hung and criu fails, rather than wait
+// forever with the task's queues paused: 2 s plus the chunk at 4 MB/s, a floor a thousand times
+// below a real SDMA engine and four below the slowest the test bed runs at (8 MiB: 4.1 s).
+constexpr uint64_t kHungEngineFloorBytesPerSec = 4'000'000;
+constexpr uint64_t kHungEngineGraceNs = 2'000'000'000;
 constexpr size_t kMaxPiecesPerChunk = 1024;
+
+uint64_t engine_timeout_ns(uint64_t bytes)
+{
+	return kHungEngineGraceNs + bytes * 1'000'000'000 / kHungEngineFloorBytesPerSec;
+}
 
 // One staging buffer of the ring with the indirect buffer that copies through it. The host
 // memory is registered with the GPU once, not per chunk.
@@ -155,8 +162,8 @@ void GpuWorker::complete(Slot &slot)
 {
 	if (!slot.chunk)
 		return;
-	queue_->wait(slot.seq, kWaitTimeoutNs);
 	const TransferChunk &c = plan_[*slot.chunk];
+	queue_->wait(slot.seq, engine_timeout_ns(c.len));
 	slot.chunk.reset();
 	if (dir_ == CopyDirection::to_image)
 		writer().write_sparse({ slot.memory.data(), static_cast<size_t>(c.len) });
@@ -305,11 +312,16 @@ CopyStats GpuWorker::run()
 			for (size_t k = 0; k < slots_.size(); k++)
 				complete(*slots_[(plan_.size() + k) % slots_.size()]);
 		} catch (...) {
-			// Nothing may be freed while the engine still reads or writes it.
+			// Nothing may be freed while the engine still reads or writes it; the submissions
+			// still in flight share one deadline (a hung engine fails them all at once).
+			const auto deadline = std::chrono::steady_clock::now() +
+					      std::chrono::nanoseconds(engine_timeout_ns(shape.slot_size));
 			for (auto &slot : slots_)
 				if (slot->chunk) {
+					const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+						deadline - std::chrono::steady_clock::now());
 					try {
-						queue_->wait(slot->seq, kWaitTimeoutNs);
+						queue_->wait(slot->seq, std::max<int64_t>(left.count(), 0));
 					} catch (...) {
 					}
 				}

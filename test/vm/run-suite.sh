@@ -13,6 +13,8 @@
 #   VM_MEM=MB                 guest memory (default 3072)
 #   VM_SCENARIO_DIRS='...'    where scenarios are (default: test/vm/scenarios test/e2e/scenarios)
 #   E2E_CYCLES=N              checkpoint cycles of the soak scenario e2e/32 (default 10)
+#   FAULT_SWEEP=full          every occurrence of every call in the fault sweep e2e/95 (default: a
+#                             deterministic part)
 #   VM_CRIU=VERSION           run the scenarios under this criu: 3.17.1 (bookworm's package, the
 #                             default) or one test/criu/build.sh builds (4.1.1, 4.2.1, 4.3-abi);
 #                             every result line is then labelled "[criu VERSION]"
@@ -96,7 +98,7 @@ scenario_limit() {
 }
 
 vm_prepare
-guest_env="${E2E_CYCLES:+E2E_CYCLES=$E2E_CYCLES }"
+guest_env="${E2E_CYCLES:+E2E_CYCLES=$E2E_CYCLES }${FAULT_SWEEP:+FAULT_SWEEP=$FAULT_SWEEP }"
 case "${VM_CRIU:-3.17.1}" in
 3.17.1) ;;
 *)
