@@ -51,8 +51,6 @@ public:
 	void resumed(pid_t pid);
 	void release();
 
-	const std::string &socket_name() const { return socket_name_; }
-
 private:
 	std::string socket_name_;
 	std::optional<guard::Link> link_;
