@@ -65,14 +65,20 @@ UNIT43_BIN := $(BUILD)/test/unit/criu-4.3-tests
 .PHONY: all deps plugin tools install deb check check-full check-unit check-vm check-containers bench demo emu clean format fuzz fuzz-build fuzz-seeds
 .DEFAULT_GOAL := all
 
-# Test-bed programs built on the host (the guest sees this tree): the image streamer stand-in.
+# Test-bed programs built on the host (the guest sees this tree): the image streamer stand-in and
+# the fault sweep's host-call seam (test/host-faults/README.md).
 STREAMER   := $(BUILD)/test/image-streamer
+HOST_FAULTS := $(BUILD)/test/libhost-faults.so
 
-all: plugin tools $(UNIT_BIN) $(BENCHES) $(STREAMER)
+all: plugin tools $(UNIT_BIN) $(BENCHES) $(STREAMER) $(HOST_FAULTS)
 
 $(STREAMER): test/streamer/image_streamer.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++20 -O2 -g $(WARN) -pthread -o $@ $<
+
+$(HOST_FAULTS): test/host-faults/host_faults.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -shared -fPIC -fvisibility=hidden -pthread -o $@ $< -ldl
 
 deps:
 	@scripts/install-deps.sh
@@ -177,11 +183,12 @@ check: deps
 	@$(MAKE) --no-print-directory all $(UNIT43_BIN) fuzz-build
 	@test/run-all.sh
 
-# Everything `make check` runs, with the soak at its full length (50 checkpoint cycles per workload)
-# and the fault sweep over every occurrence of every call.
+# Everything `make check` runs, with the soak at its full length (50 checkpoint cycles per workload),
+# the fault sweep over every occurrence of every call and every checkpoint/restore scenario under
+# each criu release.
 check-full: deps
 	@$(MAKE) --no-print-directory all $(UNIT43_BIN) fuzz-build
-	@E2E_CYCLES=$${E2E_CYCLES:-50} FAULT_SWEEP=$${FAULT_SWEEP:-full} test/run-all.sh
+	@E2E_CYCLES=$${E2E_CYCLES:-50} FAULT_SWEEP=$${FAULT_SWEEP:-full} CHECK_CRIU_ALL=1 test/run-all.sh
 
 check-unit: $(UNIT_BIN) $(UNIT43_BIN)
 	@test/unit/run.sh $(UNIT_BIN)

@@ -12,6 +12,12 @@ total_passed=0 total_failed=0 total_skipped=0
 # make check-full).
 CRIU_SCENARIOS='e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/27-* e2e/28-* e2e/29-* e2e/32-* e2e/33-* e2e/60-*'
 CRIU_CYCLES=4
+# The criu releases between the oldest and the newest (4.1.1, 4.2.1) share the newest's hook calls
+# but for 4.3's changed signatures; `make check` gives them a part of the list (same node, -R
+# restored elsewhere, a late failure, --stream, a ROCm runtime process) to fit CI's hour;
+# `make check-full` (CHECK_CRIU_ALL=1) the whole list.
+BETWEEN_CRIU_SCENARIOS='e2e/20-* e2e/26-* e2e/27-* e2e/33-* e2e/60-*'
+[ "${CHECK_CRIU_ALL:-0}" = 1 ] && BETWEEN_CRIU_SCENARIOS=$CRIU_SCENARIOS
 # criu killed mid-dump and mid-restore, once more under the newest hook ABI (criu 4.0 and newer
 # run the post-dump script before the plugins' exit hook: there the guard has work to do).
 NEWEST_CRIU_SCENARIOS='e2e/90-* e2e/91-*'
@@ -58,8 +64,8 @@ else
 	# The checkpoint/restore scenarios once more under each newer criu users run (test/criu/).
 	versions=${CHECK_CRIU_VERSIONS:-4.1.1 4.2.1 4.3-abi}
 	for criu in $versions; do
-		scenarios=$CRIU_SCENARIOS
-		[ "$criu" != "${versions##* }" ] || scenarios="$scenarios $NEWEST_CRIU_SCENARIOS"
+		scenarios=$BETWEEN_CRIU_SCENARIOS
+		[ "$criu" != "${versions##* }" ] || scenarios="$CRIU_SCENARIOS $NEWEST_CRIU_SCENARIOS"
 		run_suite "VM suite, criu $criu (checkpoint/restore scenarios)" \
 			env VM_CRIU="$criu" VM_SCENARIOS="$scenarios" E2E_CYCLES="$CRIU_CYCLES" test/vm/run-suite.sh
 	done

@@ -5,7 +5,6 @@
 
 #include <numa.h>
 
-#include <cerrno>
 #include <cstdlib>
 
 namespace amdgpu {
@@ -18,8 +17,8 @@ StagingMemory::StagingMemory(size_t size, int numa_node) : size_(size)
 	}
 	if (!data_) {
 		void *p = nullptr;
-		if (posix_memalign(&p, 4096, size))
-			fail(-ENOMEM, "cannot allocate %zu bytes of staging memory", size);
+		if (const int err = posix_memalign(&p, 4096, size))
+			fail_errno(err, "cannot allocate %zu bytes of staging memory", size);
 		data_ = static_cast<unsigned char *>(p);
 	}
 }

@@ -167,15 +167,17 @@ criu_log_path() {
 }
 
 # Runs criu with the plugin directory and a log; CRIU_LAST_LOG names the log afterwards. With
-# CRIU_RSS_FILE set, criu's peak RSS (KiB, GNU time) goes into that file.
+# CRIU_RSS_FILE set, criu's peak RSS (KiB, GNU time) goes into that file; the array CRIU_ENV
+# ("NAME=value" words) is added to criu's environment only.
 criu_run() {
 	local action=$1
 	shift
 	CRIU_LAST_LOG=$(criu_log_path "$action")
-	local libdir=() timed=()
+	local libdir=() timed=() envs=()
 	[ -z "$CRIU_LIBDIR" ] || libdir=(--libdir "$CRIU_LIBDIR")
 	[ -z "${CRIU_RSS_FILE:-}" ] || timed=(/usr/bin/time -f %M -o "$CRIU_RSS_FILE")
-	"${timed[@]}" criu "$action" "${libdir[@]}" -v4 -o "$CRIU_LAST_LOG" "$@"
+	[ -z "${CRIU_ENV[*]:-}" ] || envs=(env "${CRIU_ENV[@]}")
+	"${timed[@]}" "${envs[@]}" criu "$action" "${libdir[@]}" -v4 -o "$CRIU_LAST_LOG" "$@"
 }
 
 # criu_start <action> [criu args...]: criu_run in the background, its output in $CRIU_LAST_LOG.out;
