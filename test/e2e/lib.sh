@@ -29,6 +29,13 @@
 #   scenario_warnings_begin / tap_no_kernel_warnings   WARNING/BUG/Oops in dmesg since begin
 #   e2e_done                         unload the emulator, check the kernel log, end the TAP plan
 #   task_snapshot, tap_same_task     the restored task is the dumped one (task-snapshot.sh)
+#   criu_killer_script <action> <stamp file>   path of an action script that stamps the time
+#                                    (µs) into the file and SIGKILLs criu at that action
+#   criu_kill_now <stamp file>       SIGKILL the criu of criu_start (unless its script did),
+#                                    reap it, clear the emulator's faults and engine slowdown;
+#                                    CRIU_KILLED_US: when criu died
+#   now_us                           the time in µs (the clock of the stamps above)
+#   guard_gone                       no amdgpu-guard process is left
 #   criu_version                     the version the criu in PATH reports ("4.2.1")
 #   criu_has_inventory_plugins       true for criu 4.1 and newer (plugins listed in the inventory)
 
@@ -256,3 +263,31 @@ e2e_done() {
 	tap_no_kernel_warnings
 	tap_done
 }
+
+# --- criu killed on purpose (e2e/90, e2e/91) ---------------------------------------------------
+
+now_us() { echo "${EPOCHREALTIME/./}"; }
+
+criu_killer_script() {
+	local action=$1 stamp=$2 script=/tmp/e2e-kill-criu-$1.sh
+	cat >"$script" <<SH
+#!/bin/sh
+# criu runs its action scripts as its own children
+[ "\$CRTOOLS_SCRIPT_ACTION" = $action ] || exit 0
+date +%s%6N >$stamp
+kill -KILL "\$PPID"
+SH
+	chmod +x "$script"
+	echo "$script"
+}
+
+criu_kill_now() {
+	kill -KILL "$CRIU_PID" 2>/dev/null
+	CRIU_KILLED_US=$(now_us)
+	[ ! -s "$1" ] || CRIU_KILLED_US=$(cat "$1")
+	wait "$CRIU_PID" 2>/dev/null
+	echo clear >"$EMU_DEBUGFS/fault"
+	echo 0 >/sys/module/amdgpu_emu/parameters/sdma_mbps
+}
+
+guard_gone() { ! pgrep -x amdgpu-guard >/dev/null; }

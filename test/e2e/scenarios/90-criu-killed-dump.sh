@@ -23,18 +23,8 @@ e2e_require
 scenario_warnings_begin
 
 SDMA_MBPS=16
-killer=/tmp/e2e-90-kill-criu-post-dump.sh
 killed_at=/tmp/e2e-90-killed-at
-cat >"$killer" <<SH
-#!/bin/sh
-# criu runs its action scripts as its own children
-[ "\$CRTOOLS_SCRIPT_ACTION" = post-dump ] || exit 0
-date +%s%6N >$killed_at
-kill -KILL "\$PPID"
-SH
-chmod +x "$killer"
-
-now_us() { echo "${EPOCHREALTIME/./}"; }
+killer=$(criu_killer_script post-dump "$killed_at")
 
 file_size() { stat -c %s "$1" 2>/dev/null || echo 0; }
 
@@ -53,8 +43,6 @@ wait_moment() {
 	esac
 }
 
-guard_gone() { ! pgrep -x amdgpu-guard >/dev/null; }
-
 declare -A beat_ms
 
 # kill_criu_at <name> <moment> <pid> <img> [criu args...]
@@ -71,18 +59,11 @@ kill_criu_at() {
 	criu_start dump -t "$p" -D "$img" --link-remap "$@"
 	if ! wait_moment "$moment" "$p" "$img"; then
 		tap_not_ok "$name: criu dump reaches the moment $moment" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-		kill -KILL "$CRIU_PID" 2>/dev/null
-		wait "$CRIU_PID" 2>/dev/null
-		echo clear >"$EMU_DEBUGFS/fault"
-		echo 0 >/sys/module/amdgpu_emu/parameters/sdma_mbps
+		criu_kill_now "$killed_at"
 		return 1
 	fi
-	kill -KILL "$CRIU_PID" 2>/dev/null
-	t0=$(now_us)
-	[ ! -s "$killed_at" ] || t0=$(cat "$killed_at")
-	wait "$CRIU_PID" 2>/dev/null
-	echo clear >"$EMU_DEBUGFS/fault"
-	echo 0 >/sys/module/amdgpu_emu/parameters/sdma_mbps
+	criu_kill_now "$killed_at"
+	t0=$CRIU_KILLED_US
 	tap_ok "$name: criu killed at $moment"
 
 	# The emulator counts heartbeats for queues whose packets carry one (kfd and hsakmt

@@ -21,26 +21,10 @@ scenario_warnings_begin
 
 SDMA_MBPS=16
 killed_at=/tmp/e2e-91-killed-at
-killer() {
-	local script=/tmp/e2e-91-kill-criu-$1.sh
-	cat >"$script" <<SH
-#!/bin/sh
-# criu runs its action scripts as its own children
-[ "\$CRTOOLS_SCRIPT_ACTION" = $1 ] || exit 0
-date +%s%6N >$killed_at
-kill -KILL "\$PPID"
-SH
-	chmod +x "$script"
-	echo "$script"
-}
-
-now_us() { echo "${EPOCHREALTIME/./}"; }
 
 engine_bytes() {
 	awk '{ n += $6 } END { print n + 0 }' "$EMU_DEBUGFS/engines"
 }
-
-guard_gone() { ! pgrep -x amdgpu-guard >/dev/null; }
 
 declare -A gone_ms
 
@@ -62,20 +46,16 @@ kill_criu_at() {
 	case "$moment" in
 	before-restore) echo "criu-stall 3 1 30000" >"$EMU_DEBUGFS/fault" ;;
 	during-copy) echo "$SDMA_MBPS" >/sys/module/amdgpu_emu/parameters/sdma_mbps ;;
-	post-restore) args=(--action-script "$(killer post-restore)") ;;
-	after-resume) args=(--action-script "$(killer pre-resume)") ;;
+	post-restore) args=(--action-script "$(criu_killer_script post-restore "$killed_at")") ;;
+	after-resume) args=(--action-script "$(criu_killer_script pre-resume "$killed_at")") ;;
 	esac
 	local base
 	base=$(engine_bytes)
 	criu_start restore -D "$img" -d "${args[@]}"
 	local reached=yes
 	wait_moment "$moment" "$mark" "$base" || reached=
-	kill -KILL "$CRIU_PID" 2>/dev/null
-	t0=$(now_us)
-	[ ! -s "$killed_at" ] || t0=$(cat "$killed_at")
-	wait "$CRIU_PID" 2>/dev/null
-	echo clear >"$EMU_DEBUGFS/fault"
-	echo 0 >/sys/module/amdgpu_emu/parameters/sdma_mbps
+	criu_kill_now "$killed_at"
+	t0=$CRIU_KILLED_US
 	if [ -n "$reached" ]; then
 		tap_ok "$name: criu restore killed at $moment"
 	else
