@@ -10,18 +10,20 @@
 //     <what> being the image's name or "staging";
 //   - with AMDGPU_HOST_FAULT="<call> <what> <nth> <errno>", makes the nth such call fail with that
 //     errno (a number) and appends "fired <call> <what> <nth>" to the calls file.
-// The nth is counted over every process criu forks (a restore runs the plugin in criu and in the
-// tasks it restores) through a small table shared in AMDGPU_HOST_CALLS's "<file>.count".
+// The nth is counted over every process and thread criu runs the plugin in (a restore runs it in
+// criu and in the tasks it restores; the plugin copies each GPU's pages in a thread of its own)
+// through a small table mapped shared from AMDGPU_HOST_CALLS's "<file>.count" and updated with
+// atomic operations only (criu closes inherited descriptors in the tasks it restores, so no lock
+// that needs a descriptor would do).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -31,9 +33,12 @@
 
 enum { kMaxFd = 4096, kSlots = 512, kWhatLen = 96 };
 
+// A slot is claimed (0 -> 1) by the first process to see its key, which writes the key and then
+// publishes it (1 -> 2); the others wait for the key before they compare it.
 struct slot {
-	char key[kWhatLen + 16];
+	int state;
 	unsigned int count;
+	char key[kWhatLen + 16];
 };
 
 // The plugin's open image files, by fd: name and inode (an fd closed behind our back and reused
@@ -44,12 +49,10 @@ static struct {
 	ino_t ino;
 } images[kMaxFd];
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *calls_path;
-static int count_fd = -1;
 static struct slot *table;
 static struct {
-	char call[16];
+	char call[32];
 	char what[kWhatLen];
 	unsigned int nth;
 	int err;
@@ -66,34 +69,61 @@ static int (*real_close)(int);
 static int (*real_posix_memalign)(void **, size_t, size_t);
 static void *(*real_numa_alloc_onnode)(size_t, int);
 
+// The next definition of a symbol: the C library's (resolved on first use, as the constructors of
+// libraries loaded before this one may already call in here). libnuma is loaded by the plugin
+// itself, privately (criu dlopens plugins), so it is looked up among the loaded objects by name.
+static void *next(const char *name)
+{
+	void *sym = dlsym(RTLD_NEXT, name);
+	if (!sym) {
+		void *numa = dlopen("libnuma.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		sym = numa ? dlsym(numa, name) : NULL;
+	}
+	if (!sym) {
+		dprintf(2, "host-faults: no %s to call after this seam\n", name);
+		abort();
+	}
+	return sym;
+}
+
+static void resolve(void)
+{
+	static int done;
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
+		return;
+	real_openat = next("openat");
+	real_read = next("read");
+	real_write = next("write");
+	real_lseek = next("lseek");
+	real_fstat = next("fstat");
+	real_ftruncate = next("ftruncate");
+	real_close = next("close");
+	real_posix_memalign = next("posix_memalign");
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+}
+
+#define REAL(fn) (resolve(), real_##fn)
+
 __attribute__((constructor)) static void host_faults_init(void)
 {
-	real_openat = dlsym(RTLD_NEXT, "openat");
-	real_read = dlsym(RTLD_NEXT, "read");
-	real_write = dlsym(RTLD_NEXT, "write");
-	real_lseek = dlsym(RTLD_NEXT, "lseek");
-	real_fstat = dlsym(RTLD_NEXT, "fstat");
-	real_ftruncate = dlsym(RTLD_NEXT, "ftruncate");
-	real_close = dlsym(RTLD_NEXT, "close");
-	real_posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
-
 	calls_path = getenv("AMDGPU_HOST_CALLS");
 	if (!calls_path)
 		return;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s.count", calls_path);
-	count_fd = real_openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (count_fd >= 0 && !real_ftruncate(count_fd, sizeof(struct slot) * kSlots))
-		table = mmap(NULL, sizeof(struct slot) * kSlots, PROT_READ | PROT_WRITE, MAP_SHARED, count_fd, 0);
+	const int fd = REAL(openat)(AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0 && !REAL(ftruncate)(fd, sizeof(struct slot) * kSlots))
+		table = mmap(NULL, sizeof(struct slot) * kSlots, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (!table || table == MAP_FAILED) {
 		// (a 9p mount without a cache cannot map a file shared: use a local filesystem)
 		dprintf(2, "host-faults: cannot share the call counts through %s: %s\n", path, strerror(errno));
 		table = NULL;
-		return;
 	}
+	if (fd >= 0)
+		REAL(close)(fd);
 	const char *spec = getenv("AMDGPU_HOST_FAULT");
 	armed = table && spec &&
-		sscanf(spec, "%15s %95s %u %d", fault.call, fault.what, &fault.nth, &fault.err) == 4;
+		sscanf(spec, "%31s %95s %u %d", fault.call, fault.what, &fault.nth, &fault.err) == 4;
 }
 
 static void note(const char *fmt, ...)
@@ -108,11 +138,32 @@ static void note(const char *fmt, ...)
 	if (n > (int)sizeof(line) - 2)
 		n = sizeof(line) - 2;
 	line[n++] = '\n';
-	const int fd = real_openat(AT_FDCWD, calls_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	const int fd = REAL(openat)(AT_FDCWD, calls_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	(void)!real_write(fd, line, (size_t)n); // one O_APPEND write: whole lines across processes
-	real_close(fd);
+	(void)!REAL(write)(fd, line, (size_t)n); // one O_APPEND write: whole lines across processes
+	REAL(close)(fd);
+}
+
+// The occurrence this call is of its key, counted across processes; 0 if the table is full.
+static unsigned int count(const char *key)
+{
+	for (int i = 0; i < kSlots; i++) {
+		struct slot *sl = &table[i];
+		int state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+		if (state == 0 && __atomic_compare_exchange_n(&sl->state, &state, 1, false, __ATOMIC_ACQ_REL,
+							      __ATOMIC_ACQUIRE)) {
+			snprintf(sl->key, sizeof(sl->key), "%s", key);
+			__atomic_store_n(&sl->state, 2, __ATOMIC_RELEASE);
+			state = 2;
+		}
+		while (state != 2) // another process is writing this slot's key
+			state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+		if (!strcmp(sl->key, key))
+			return __atomic_add_fetch(&sl->count, 1, __ATOMIC_ACQ_REL);
+	}
+	note("table full: %s not counted", key);
+	return 0;
 }
 
 // Counts the call and says whether it is the one to fail (then with which errno, else 0).
@@ -123,19 +174,7 @@ static int host_call(const char *call, const char *what)
 	const int saved = errno;
 	char key[sizeof(table[0].key)];
 	snprintf(key, sizeof(key), "%s %s", call, what);
-	unsigned int nth = 0;
-	pthread_mutex_lock(&lock);
-	flock(count_fd, LOCK_EX);
-	for (int i = 0; i < kSlots; i++) {
-		if (!table[i].key[0])
-			memcpy(table[i].key, key, sizeof(key));
-		if (!strcmp(table[i].key, key)) {
-			nth = ++table[i].count;
-			break;
-		}
-	}
-	flock(count_fd, LOCK_UN);
-	pthread_mutex_unlock(&lock);
+	const unsigned int nth = count(key);
 	note("%s", key);
 	int err = 0;
 	if (armed && nth == fault.nth && !strcmp(call, fault.call) && !strcmp(what, fault.what)) {
@@ -185,9 +224,9 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 			return -1;
 		}
 	}
-	const int fd = real_openat(dirfd, path, flags, mode);
+	const int fd = REAL(openat)(dirfd, path, flags, mode);
 	struct stat st;
-	if (image && fd >= 0 && fd < kMaxFd && !real_fstat(fd, &st)) {
+	if (image && fd >= 0 && fd < kMaxFd && !REAL(fstat)(fd, &st)) {
 		snprintf(images[fd].name, sizeof(images[fd].name), "%s", base);
 		images[fd].dev = st.st_dev;
 		images[fd].ino = st.st_ino;
@@ -210,31 +249,47 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...) __attribute__((
 EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
 	FAIL_ON_IMAGE("read", fd, -1);
-	return real_read(fd, buf, count);
+	return REAL(read)(fd, buf, count);
 }
 
 EXPORT ssize_t write(int fd, const void *buf, size_t count)
 {
 	FAIL_ON_IMAGE("write", fd, -1);
-	return real_write(fd, buf, count);
+	return REAL(write)(fd, buf, count);
 }
 
 EXPORT off_t lseek(int fd, off_t offset, int whence)
 {
 	FAIL_ON_IMAGE("lseek", fd, -1);
-	return real_lseek(fd, offset, whence);
+	return REAL(lseek)(fd, offset, whence);
 }
 
 EXPORT int fstat(int fd, struct stat *st)
 {
 	FAIL_ON_IMAGE("fstat", fd, -1);
-	return real_fstat(fd, st);
+	return REAL(fstat)(fd, st);
 }
 
 EXPORT int ftruncate(int fd, off_t length)
 {
 	FAIL_ON_IMAGE("ftruncate", fd, -1);
-	return real_ftruncate(fd, length);
+	return REAL(ftruncate)(fd, length);
+}
+
+// The 64-bit-offset names (_FILE_OFFSET_BITS=64): on x86-64 the same calls.
+EXPORT off64_t lseek64(int fd, off64_t offset, int whence)
+{
+	return lseek(fd, offset, whence);
+}
+
+EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	return fstat(fd, (struct stat *)st);
+}
+
+EXPORT int ftruncate64(int fd, off64_t length)
+{
+	return ftruncate(fd, length);
 }
 
 // As Linux's close: the descriptor is gone even when close reports an error.
@@ -244,7 +299,7 @@ EXPORT int close(int fd)
 	const int err = name ? host_call("close", name) : 0;
 	if (name)
 		images[fd].name[0] = 0;
-	const int ret = real_close(fd);
+	const int ret = REAL(close)(fd);
 	if (err) {
 		errno = err;
 		return -1;
@@ -259,16 +314,16 @@ EXPORT int posix_memalign(void **p, size_t alignment, size_t size)
 		if (err)
 			return err;
 	}
-	return real_posix_memalign(p, alignment, size);
+	return REAL(posix_memalign)(p, alignment, size);
 }
 
 EXPORT void *numa_alloc_onnode(size_t size, int node)
 {
-	if (!real_numa_alloc_onnode)
-		real_numa_alloc_onnode = dlsym(RTLD_NEXT, "numa_alloc_onnode");
 	if (table && from_plugin(__builtin_return_address(0)) && host_call("numa_alloc_onnode", "staging")) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return real_numa_alloc_onnode ? real_numa_alloc_onnode(size, node) : NULL;
+	if (!real_numa_alloc_onnode)
+		real_numa_alloc_onnode = next("numa_alloc_onnode");
+	return real_numa_alloc_onnode(size, node);
 }

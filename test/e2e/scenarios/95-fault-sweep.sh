@@ -134,12 +134,29 @@ arm_point() {
 	ERRNO_TEXT=${ERRNO_TEXT_OF[$5]}
 }
 
-# disarm_point <point...>: clears the fault; false (with WHY_NOT) if a host fault never fired
+# disarm_point <point...>: clears the fault; false (with WHY_NOT) if it never fired (the emulator
+# still lists an armed kernel fault; the seam did not say "fired")
 disarm_point() {
-	fault clear
 	WHY_NOT=
-	[ "$1" = host ] || return 0
-	grep -qx "fired $2 $3 $4" "$HOST_CALLS" 2>/dev/null || WHY_NOT="the seam never reached $2 $3 #$4"
+	if [ "$1" = kernel ]; then
+		! grep -q "^$2 $3 " "$EMU_DEBUGFS/fault" || WHY_NOT="the emulator never reached $2 $3 #$4"
+	else
+		grep -qxF "fired $2 $3 $4" "$HOST_CALLS" 2>/dev/null || WHY_NOT="the seam never reached $2 $3 #$4"
+	fi
+	fault clear
+	[ -z "$WHY_NOT" ]
+}
+
+# seam_saw <listing> <calls...>: the listing has each call on each kind of image, and staging
+seam_saw() {
+	local listing=$1 call kind
+	shift
+	grep -q "staging" <<<"$listing" || return 1
+	for call; do
+		for kind in kfd pages renderD; do
+			grep -q "^$call amdgpu-$kind-" <<<"$listing" || return 1
+		done
+	done
 }
 
 # plugin_named_failure <log>: the plugin logged an error naming the failed call's errno
@@ -182,10 +199,10 @@ dump_calls=$(cat "$EMU_DEBUGFS/calls")
 dump_host_calls=$(host_calls_listing)
 log "calls during a dump: $(tr '\n' ';' <<<"$dump_calls")"
 log "host calls during a dump: $(tr '\n' ';' <<<"$dump_host_calls")"
-if grep -q "^open amdgpu-pages-" <<<"$dump_host_calls" && grep -q "staging" <<<"$dump_host_calls"; then
-	tap_ok "kfd: the host seam sees the plugin's image files and staging memory"
+if seam_saw "$dump_host_calls" open fstat write ftruncate close; then
+	tap_ok "kfd: the host seam sees the dump's image files and staging memory"
 else
-	tap_not_ok "kfd: the host seam sees the plugin's image files and staging memory" "it saw: $dump_host_calls"
+	tap_not_ok "kfd: the host seam sees the dump's image files and staging memory" "it saw: $dump_host_calls"
 fi
 while read -r -a point; do
 	name=$(point_name dump "${point[@]}")
@@ -256,6 +273,11 @@ restore_calls=$(cat "$EMU_DEBUGFS/calls")
 restore_host_calls=$(host_calls_listing)
 log "calls during a restore: $(tr '\n' ';' <<<"$restore_calls")"
 log "host calls during a restore: $(tr '\n' ';' <<<"$restore_host_calls")"
+if seam_saw "$restore_host_calls" open fstat read close; then
+	tap_ok "kfd: the host seam sees the restore's image files and staging memory"
+else
+	tap_not_ok "kfd: the host seam sees the restore's image files and staging memory" "it saw: $restore_host_calls"
+fi
 wl_kill "$pid"
 while read -r -a point; do
 	name=$(point_name restore "${point[@]}")
