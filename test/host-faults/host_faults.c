@@ -8,8 +8,8 @@
 // from amdgpu_plugin.so), and
 //   - with AMDGPU_HOST_CALLS=<file>, appends one line per call to that file: "<call> <what>",
 //     <what> being the image's name or "staging";
-//   - with AMDGPU_HOST_FAULT="<call> <what> <nth> <errno>", makes the nth such call fail with that
-//     errno (a number) and appends "fired <call> <what> <nth>" to the calls file.
+//   - with AMDGPU_HOST_FAULT="<call> <what> <nth> <errno>[;...]", makes the nth such call fail with
+//     that errno (a number) and appends "fired <call> <what> <nth>" to the calls file.
 // The nth is counted over every process and thread criu runs the plugin in (a restore runs it in
 // criu and in the tasks it restores; the plugin copies each GPU's pages in a thread of its own)
 // through a small table mapped shared from AMDGPU_HOST_CALLS's "<file>.count" and updated with
@@ -31,7 +31,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { kMaxFd = 4096, kSlots = 512, kWhatLen = 96 };
+enum { kMaxFd = 4096, kSlots = 512, kWhatLen = 96, kMaxFaults = 8 };
 
 // A slot is claimed (0 -> 1) by the first process to see its key, which writes the key and then
 // publishes it (1 -> 2); the others wait for the key before they compare it.
@@ -56,8 +56,8 @@ static struct {
 	char what[kWhatLen];
 	unsigned int nth;
 	int err;
-} fault;
-static int armed;
+} faults[kMaxFaults];
+static int armed; // how many
 
 static int (*real_openat)(int, const char *, int, ...);
 static ssize_t (*real_read)(int, void *, size_t);
@@ -122,8 +122,18 @@ __attribute__((constructor)) static void host_faults_init(void)
 	if (fd >= 0)
 		REAL(close)(fd);
 	const char *spec = getenv("AMDGPU_HOST_FAULT");
-	armed = table && spec &&
-		sscanf(spec, "%31s %95s %u %d", fault.call, fault.what, &fault.nth, &fault.err) == 4;
+	char specs[1024];
+	snprintf(specs, sizeof(specs), "%s", spec ? spec : "");
+	char *save = NULL;
+	for (char *one = strtok_r(specs, ";", &save); one && table; one = strtok_r(NULL, ";", &save)) {
+		if (armed == kMaxFaults ||
+		    sscanf(one, "%31s %95s %u %d", faults[armed].call, faults[armed].what, &faults[armed].nth,
+			   &faults[armed].err) != 4) {
+			dprintf(2, "host-faults: AMDGPU_HOST_FAULT: cannot take \"%s\"\n", one);
+			abort();
+		}
+		armed++;
+	}
 }
 
 static void note(const char *fmt, ...)
@@ -177,8 +187,10 @@ static int host_call(const char *call, const char *what)
 	const unsigned int nth = count(key);
 	note("%s", key);
 	int err = 0;
-	if (armed && nth == fault.nth && !strcmp(call, fault.call) && !strcmp(what, fault.what)) {
-		err = fault.err;
+	for (int i = 0; i < armed && !err; i++) {
+		if (nth != faults[i].nth || strcmp(call, faults[i].call) || strcmp(what, faults[i].what))
+			continue;
+		err = faults[i].err;
 		note("fired %s %u", key, nth);
 	}
 	errno = saved;

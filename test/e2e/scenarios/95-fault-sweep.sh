@@ -103,6 +103,8 @@ occurrences() {
 			echo "host $call $what 1 $err"
 		fi
 	done <<<"$2"
+	# staging memory falls back to posix_memalign only when libnuma's allocation fails: both fail
+	! grep -q "^numa_alloc_onnode staging" <<<"$2" || echo "host numa_alloc_onnode+posix_memalign staging 1 12"
 	[ "$sweep" = full ] || return 0
 	while read -r kind nr count; do
 		[ -n "$kind" ] || continue
@@ -129,7 +131,10 @@ arm_point() {
 		host_seam
 		fault "$2 $3 $4 $5"
 	else
-		host_seam "$2 $3 $4 $5"
+		# (calls joined by "+": each of them fails)
+		local call specs=()
+		for call in ${2//+/ }; do specs+=("$call $3 $4 $5"); done
+		host_seam "$(IFS=';'; echo "${specs[*]}")"
 	fi
 	ERRNO_TEXT=${ERRNO_TEXT_OF[$5]}
 }
@@ -141,7 +146,10 @@ disarm_point() {
 	if [ "$1" = kernel ]; then
 		! grep -q "^$2 $3 " "$EMU_DEBUGFS/fault" || WHY_NOT="the emulator never reached $2 $3 #$4"
 	else
-		grep -qxF "fired $2 $3 $4" "$HOST_CALLS" 2>/dev/null || WHY_NOT="the seam never reached $2 $3 #$4"
+		local call
+		for call in ${2//+/ }; do
+			grep -qxF "fired $call $3 $4" "$HOST_CALLS" 2>/dev/null || WHY_NOT="the seam never reached $call $3 #$4"
+		done
 	fi
 	fault clear
 	[ -z "$WHY_NOT" ]
