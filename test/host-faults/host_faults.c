@@ -7,7 +7,8 @@
 // fstat, ftruncate, close) and for its staging memory (posix_memalign and numa_alloc_onnode called
 // from amdgpu_plugin.so), and
 //   - with AMDGPU_HOST_CALLS=<file>, appends one line per call to that file: "<call> <what>",
-//     <what> being the image's name or "staging";
+//     <what> being the image's name with criu's file id as "*" (amdgpu-pages-*-c1e6.img) or
+//     "staging";
 //   - with AMDGPU_HOST_FAULT="<call> <what> <nth> <errno>[;...]", makes the nth such call fail with
 //     that errno (a number) and appends "fired <call> <what> <nth>" to the calls file.
 // The nth is counted over every process and thread criu runs the plugin in (a restore runs it in
@@ -216,6 +217,19 @@ static int from_plugin(const void *caller)
 	return dladdr(caller, &info) && info.dli_fname && strstr(info.dli_fname, "amdgpu_plugin.so");
 }
 
+// An image's name with criu's file id (the first number) as "*": amdgpu-pages-*-c1e6.img. The ids
+// follow criu's numbering of every file and mapping of the dumped tree, which can move between
+// two dumps of the same task; the calls on one image must keep their name.
+static void image_kind(const char *base, char what[kWhatLen])
+{
+	const size_t digits = strcspn(base, "0123456789");
+	const size_t run = strspn(base + digits, "0123456789");
+	if (!base[digits])
+		snprintf(what, kWhatLen, "%s", base);
+	else
+		snprintf(what, kWhatLen, "%.*s*%s", (int)digits, base, base + digits + run);
+}
+
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = 0;
@@ -229,8 +243,10 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	const size_t len = strlen(base);
 	const int image = table && !strncmp(base, "amdgpu-", 7) && len > 4 && len < kWhatLen &&
 			  !strcmp(base + len - 4, ".img");
+	char what[kWhatLen];
 	if (image) {
-		const int err = host_call("open", base);
+		image_kind(base, what);
+		const int err = host_call("open", what);
 		if (err) {
 			errno = err;
 			return -1;
@@ -239,7 +255,7 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	const int fd = REAL(openat)(dirfd, path, flags, mode);
 	struct stat st;
 	if (image && fd >= 0 && fd < kMaxFd && !REAL(fstat)(fd, &st)) {
-		snprintf(images[fd].name, sizeof(images[fd].name), "%s", base);
+		snprintf(images[fd].name, sizeof(images[fd].name), "%s", what);
 		images[fd].dev = st.st_dev;
 		images[fd].ino = st.st_ino;
 	}

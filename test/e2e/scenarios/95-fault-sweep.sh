@@ -22,7 +22,7 @@
 # The sweep ends with "fault sweep: N points, N clean".
 #
 # FAULT_SWEEP=full (make check-full) tries every occurrence of every call, and the first of each
-# call with other errnos too (kernel: ENOMEM, EINVAL, EINTR; images: ENOSPC, EINTR). By default (make check)
+# call with other errnos too (kernel: ENOMEM, EINTR; images: ENOSPC, EINTR). By default (make check)
 # every occurrence of every KFD ioctl and CRIU op, and the first occurrence of each render-node
 # ioctl, of each host call on each kind of image (kfd, pages, renderD) and of each staging
 # allocation: a deterministic part of the full sweep.
@@ -45,7 +45,7 @@ sweep=${FAULT_SWEEP:-part}
 img=/tmp/img-95
 HOST_FAULTS=$VM_REPO/build/test/libhost-faults.so
 HOST_CALLS=/tmp/host-calls-95 # a local filesystem: the seam maps its counts shared
-points=0 clean=0 in_libdrm=0
+points=0 clean=0 in_libdrm=0 unreached=0
 
 fault() { echo "$1" >"$EMU_DEBUGFS/fault"; }
 arm_for_criu() {
@@ -69,15 +69,16 @@ host_calls_listing() {
 }
 
 # The errnos the sweep injects, and the text the plugin's log must then hold.
-declare -A ERRNO_NAME=([4]=EINTR [5]=EIO [12]=ENOMEM [22]=EINVAL [28]=ENOSPC)
+declare -A ERRNO_NAME=([4]=EINTR [5]=EIO [12]=ENOMEM [28]=ENOSPC)
 declare -A ERRNO_TEXT_OF=([4]="Interrupted system call" [5]="Input/output error" [12]="Cannot allocate memory"
-	[22]="Invalid argument" [28]="No space left on device")
+	[28]="No space left on device")
 
 # occurrences <kernel calls listing> <host calls listing>: one line per point the sweep tries,
 # "kernel <kind> <nr> <nth> <errno>" or "host <call> <what> <nth> <errno>". Each point fails with
 # EIO (ENOMEM for an allocation); the full sweep also fails the first occurrence of each kernel
-# call with ENOMEM, EINVAL and EINTR (which the plugin and libdrm retry) and of each image call
-# with ENOSPC and EINTR.
+# call with ENOMEM and EINTR (which the plugin and libdrm retry) and of each image call with ENOSPC
+# and EINTR. (Not EINVAL: KFD means by it a request that does not fit the process's state, such as
+# UNPAUSE of queues that are not paused; injected while the state does fit, it tells nothing.)
 occurrences() {
 	local kind nr count nth
 	while read -r kind nr count; do
@@ -97,7 +98,7 @@ occurrences() {
 			for ((nth = 1; nth <= count; nth++)); do echo "host $call $what $nth $err"; done
 		else
 			# the first call of each kind on each kind of image (amdgpu-pages-*, ...)
-			local kind="$call ${what%%-[0-9]*}"
+			local kind="$call ${what%%\**}"
 			[[ "$seen" != *" $kind;"* ]] || continue
 			seen+="$kind; "
 			echo "host $call $what 1 $err"
@@ -108,7 +109,7 @@ occurrences() {
 	[ "$sweep" = full ] || return 0
 	while read -r kind nr count; do
 		[ -n "$kind" ] || continue
-		for err in 12 22 4; do echo "kernel $kind $nr 1 $err"; done
+		for err in 12 4; do echo "kernel $kind $nr 1 $err"; done
 	done <<<"$1"
 	while read -r call what count; do
 		[ -n "$call" ] && [ "$what" != staging ] || continue
@@ -127,6 +128,7 @@ point_name() {
 # plugin's log must say
 arm_point() {
 	arm_for_criu
+	echo reset >"$EMU_DEBUGFS/calls"
 	if [ "$1" = kernel ]; then
 		host_seam
 		fault "$2 $3 $4 $5"
@@ -140,15 +142,31 @@ arm_point() {
 }
 
 # disarm_point <point...>: clears the fault; false (with WHY_NOT) if it never fired (the emulator
-# still lists an armed kernel fault; the seam did not say "fired")
+# still lists an armed kernel fault; the seam did not say "fired"). A fault that did not fire
+# because this run made fewer such calls than the counting run (fence waits poll as long as the
+# engine takes) sets UNREACHED instead: the point was not tried.
 disarm_point() {
-	WHY_NOT=
+	WHY_NOT= UNREACHED=
+	local made
 	if [ "$1" = kernel ]; then
-		! grep -q "^$2 $3 " "$EMU_DEBUGFS/fault" || WHY_NOT="the emulator never reached $2 $3 #$4"
+		if grep -q "^$2 $3 " "$EMU_DEBUGFS/fault"; then
+			made=$(awk -v k="$2" -v n="$3" '$1 == k && $2 == n { print $3 }' "$EMU_DEBUGFS/calls")
+			if [ "${made:-0}" -lt "$4" ]; then
+				UNREACHED="this run made ${made:-0} such calls"
+			else
+				WHY_NOT="the emulator never failed $2 $3 #$4 (this run made $made such calls)"
+			fi
+		fi
 	else
 		local call
 		for call in ${2//+/ }; do
-			grep -qxF "fired $call $3 $4" "$HOST_CALLS" 2>/dev/null || WHY_NOT="the seam never reached $call $3 #$4"
+			grep -qxF "fired $call $3 $4" "$HOST_CALLS" 2>/dev/null && continue
+			made=$(grep -cxF "$call $3" "$HOST_CALLS" 2>/dev/null)
+			if [ "${made:-0}" -lt "$4" ]; then
+				UNREACHED="this run made ${made:-0} such calls"
+			else
+				WHY_NOT="the seam never failed $call $3 #$4 (this run made $made such calls)"
+			fi
 		done
 	fi
 	fault clear
@@ -185,7 +203,10 @@ in_libdrm_init() {
 point_result() {
 	local name=$1 why=$2
 	points=$((points + 1))
-	if [ -z "$why" ]; then
+	if [ -n "$UNREACHED" ] && [ -z "$why" ]; then
+		unreached=$((unreached + 1))
+		tap_ok "$name: not reached ($UNREACHED)"
+	elif [ -z "$why" ]; then
 		clean=$((clean + 1))
 		tap_ok "$name"
 	elif [ "${3:-}" = libdrm ] && [ "$why" = unnamed ]; then
@@ -361,8 +382,9 @@ fi
 
 summary="fault sweep: $points points, $clean clean"
 [ "$in_libdrm" = 0 ] || summary+=", $in_libdrm inside libdrm_amdgpu's device init (safe, unnamed)"
+[ "$unreached" = 0 ] || summary+=", $unreached not reached (fewer such calls in that run)"
 echo "# $summary ($sweep)"
-if [ "$points" -gt 0 ] && [ "$((clean + in_libdrm))" -eq "$points" ]; then
+if [ "$points" -gt 0 ] && [ "$((clean + in_libdrm + unreached))" -eq "$points" ]; then
 	tap_ok "$summary"
 else
 	tap_not_ok "$summary"
