@@ -34,7 +34,7 @@
 # Beyond one-shot faults: a RESUME that fails on every try (the task must not live on with queues
 # that never start: the plugin kills it and the restore fails).
 # And a copy engine that never completes: a clear error in seconds, the task running on.
-# (make check: about 4 min; FAULT_SWEEP=full: about 25 min, 489 points)
+# (make check: about 4 min; FAULT_SWEEP=full: about 25 min)
 # timeout: 5400
 . test/vm/lib.sh
 . test/e2e/lib.sh
