@@ -144,7 +144,45 @@ struct KeyValue {
 	unsigned line;
 };
 
-// "<name> <unsigned decimal>" lines, KFD's format for every properties file.
+bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+// One "<name> <unsigned decimal>" line, trailing blanks removed; throws naming the file and line.
+KeyValue parse_key_value(std::string_view line, const fs::path &path, unsigned line_no)
+{
+	size_t key_end = 0;
+	while (key_end < line.size() && !is_blank(line[key_end]))
+		key_end++;
+	size_t value_start = key_end;
+	while (value_start < line.size() && is_blank(line[value_start]))
+		value_start++;
+	const std::string_view key = line.substr(0, key_end);
+	const std::string_view value = line.substr(value_start);
+
+	const bool key_ok = std::all_of(key.begin(), key.end(), [](char c) {
+		return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+	});
+	const bool value_digits =
+		!value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+	if (key.empty() || !key_ok || value_start == key_end || !value_digits)
+		fail(-EINVAL, "%s:%u: malformed line %s (expected '<name> <unsigned decimal>')", path.c_str(), line_no,
+		     quote(line).c_str());
+	if (key.size() > kMaxKeyLength)
+		fail(-EINVAL, "%s:%u: name longer than %zu characters: %s", path.c_str(), line_no, kMaxKeyLength,
+		     quote(key).c_str());
+
+	uint64_t number = 0;
+	const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+	if (ec != std::errc() || end != value.data() + value.size())
+		fail(-EINVAL, "%s:%u: value of %.*s does not fit 64 bits: %s", path.c_str(), line_no,
+		     static_cast<int>(key.size()), key.data(), quote(value).c_str());
+	return { key, number, line_no };
+}
+
+// "<name> <unsigned decimal>" lines, KFD's format for every properties file; blank lines are
+// skipped, a name given twice is refused.
 std::vector<KeyValue> parse_key_values(std::string_view text, const fs::path &path)
 {
 	std::vector<KeyValue> out;
@@ -155,44 +193,17 @@ std::vector<KeyValue> parse_key_values(std::string_view text, const fs::path &pa
 		std::string_view line = text.substr(0, eol);
 		text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
 		line_no++;
-
-		auto is_blank = [](char c) { return c == ' ' || c == '\t'; };
 		while (!line.empty() && is_blank(line.back()))
 			line.remove_suffix(1);
 		if (line.empty())
 			continue;
 
-		size_t key_end = 0;
-		while (key_end < line.size() && !is_blank(line[key_end]))
-			key_end++;
-		size_t value_start = key_end;
-		while (value_start < line.size() && is_blank(line[value_start]))
-			value_start++;
-		const std::string_view key = line.substr(0, key_end);
-		const std::string_view value = line.substr(value_start);
-
-		const bool key_ok = std::all_of(key.begin(), key.end(), [](char c) {
-			return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-		});
-		const bool value_digits = !value.empty() && std::all_of(value.begin(), value.end(),
-									[](char c) { return c >= '0' && c <= '9'; });
-		if (key.empty() || !key_ok || value_start == key_end || !value_digits)
-			fail(-EINVAL, "%s:%u: malformed line %s (expected '<name> <unsigned decimal>')", path.c_str(),
-			     line_no, quote(line).c_str());
-		if (key.size() > kMaxKeyLength)
-			fail(-EINVAL, "%s:%u: name longer than %zu characters: %s", path.c_str(), line_no,
-			     kMaxKeyLength, quote(key).c_str());
-
-		uint64_t number = 0;
-		const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
-		if (ec != std::errc() || end != value.data() + value.size())
-			fail(-EINVAL, "%s:%u: value of %.*s does not fit 64 bits: %s", path.c_str(), line_no,
-			     static_cast<int>(key.size()), key.data(), quote(value).c_str());
-		const auto [first, added] = seen.emplace(key, line_no);
+		const KeyValue kv = parse_key_value(line, path, line_no);
+		const auto [first, added] = seen.emplace(kv.key, line_no);
 		if (!added)
 			fail(-EINVAL, "%s:%u: %.*s repeated (first on line %u)", path.c_str(), line_no,
-			     static_cast<int>(key.size()), key.data(), first->second);
-		out.push_back({ key, number, line_no });
+			     static_cast<int>(kv.key.size()), kv.key.data(), first->second);
+		out.push_back(kv);
 	}
 	return out;
 }
@@ -360,6 +371,14 @@ Topology::Topology(std::vector<Node> nodes) : nodes_(std::move(nodes))
 	if (nodes_.size() > kMaxTopologyNodes)
 		fail(-EINVAL, "topology has %zu nodes, more than %zu", nodes_.size(), kMaxTopologyNodes);
 	std::sort(nodes_.begin(), nodes_.end(), [](const Node &a, const Node &b) { return a.node_id < b.node_id; });
+	check_nodes();
+	resolve_links();
+	find_hives();
+}
+
+// Node ids and gpu_ids are unique; no node has more links than a real one could.
+void Topology::check_nodes() const
+{
 	for (size_t i = 0; i < nodes_.size(); i++) {
 		if (i && nodes_[i].node_id == nodes_[i - 1].node_id)
 			fail(-EINVAL, "topology has node %u twice", nodes_[i].node_id);
@@ -373,7 +392,12 @@ Topology::Topology(std::vector<Node> nodes) : nodes_(std::move(nodes))
 				fail(-EINVAL, "nodes %u and %u have the same gpu_id 0x%x", nodes_[j].node_id,
 				     nodes_[i].node_id, nodes_[i].gpu_id);
 	}
+}
 
+// A link is valid when it leads to another node of the topology, bidirectional when that node has
+// a link of the same type back.
+void Topology::resolve_links()
+{
 	// Every link as (from, to, type), sorted, to find the links back without a quadratic scan.
 	std::vector<std::tuple<uint32_t, uint32_t, IoLinkType>> all_links;
 	for (const Node &n : nodes_)
@@ -388,8 +412,11 @@ Topology::Topology(std::vector<Node> nodes) : nodes_(std::move(nodes))
 								 std::make_tuple(link.node_to, n.node_id, link.type));
 		}
 	}
+}
 
-	// Hives: union-find over the bidirectional xGMI links between GPUs.
+// Hives: union-find over the bidirectional xGMI links between GPUs.
+void Topology::find_hives()
+{
 	std::vector<size_t> parent(nodes_.size());
 	std::iota(parent.begin(), parent.end(), 0);
 	auto root = [&](size_t i) {

@@ -121,6 +121,10 @@ public:
 	bool operator==(const Topology &other) const { return nodes_ == other.nodes_; }
 
 private:
+	void check_nodes() const;
+	void resolve_links();
+	void find_hives();
+
 	std::vector<Node> nodes_;
 	std::vector<std::vector<uint32_t>> hives_;
 	std::vector<std::optional<size_t>> hive_index_; // parallel to nodes_

@@ -71,12 +71,12 @@ uint32_t entry_gpu_id(const Node &node, const std::map<uint32_t, uint32_t> *actu
 	return actual_to_user->at(node.gpu_id);
 }
 
-} // namespace
-
-DeviceEntries::DeviceEntries(const Topology &topology, const std::map<uint32_t, uint32_t> *actual_to_user)
+// The nodes an image describes: every CPU, and the GPUs the process knows (all of them without a
+// map). Throws when two GPUs would be saved under one id, or under an id out of range.
+std::vector<const Node *> nodes_to_write(const Topology &topology, const std::map<uint32_t, uint32_t> *actual_to_user)
 {
 	std::vector<const Node *> written;
-	std::set<uint32_t> written_ids, user_ids;
+	std::set<uint32_t> user_ids;
 	for (const Node &node : topology.nodes()) {
 		if (node.is_gpu() && actual_to_user) {
 			const auto it = actual_to_user->find(node.gpu_id);
@@ -90,57 +90,75 @@ DeviceEntries::DeviceEntries(const Topology &topology, const std::map<uint32_t, 
 				     node.node_id);
 		}
 		written.push_back(&node);
-		written_ids.insert(node.node_id);
 	}
+	return written;
+}
 
-	auto kept = [&](const IoLink &l) { return l.valid && written_ids.count(l.node_to); };
+bool link_kept(const IoLink &link, const std::set<uint32_t> &written_ids)
+{
+	return link.valid && written_ids.count(link.node_to);
+}
+
+} // namespace
+
+DeviceEntries::DeviceEntries(const Topology &topology, const std::map<uint32_t, uint32_t> *actual_to_user)
+{
+	const std::vector<const Node *> written = nodes_to_write(topology, actual_to_user);
+	std::set<uint32_t> written_ids;
 	size_t total_links = 0;
 	for (const Node *node : written)
-		total_links += static_cast<size_t>(std::count_if(node->links.begin(), node->links.end(), kept));
+		written_ids.insert(node->node_id);
+	for (const Node *node : written)
+		for (const IoLink &l : node->links)
+			total_links += link_kept(l, written_ids);
 
 	const KfdDeviceEntry entry_init = KFD_DEVICE_ENTRY__INIT;
 	const DevIolink link_init = DEV_IOLINK__INIT;
 	entries_.assign(written.size(), entry_init);
 	links_.assign(total_links, link_init);
-	link_ptrs_.resize(total_links);
-	size_t next_link = 0;
-
+	link_ptrs_.reserve(total_links);
 	for (size_t i = 0; i < written.size(); i++) {
-		const Node &node = *written[i];
-		KfdDeviceEntry &e = entries_[i];
-		e.has_node_id = true;
-		e.node_id = node.node_id;
-		e.has_gpu_id = true;
-		e.gpu_id = entry_gpu_id(node, actual_to_user);
-		for (const U32Field &f : kU32Fields) {
-			e.*f.has = true;
-			e.*f.value = node.props.*f.prop;
-		}
-		for (const U64Field &f : kU64Fields) {
-			e.*f.has = true;
-			e.*f.value = node.props.*f.prop;
-		}
-		e.has_vram_public = true;
-		e.vram_public = node.props.vram_public ? 1 : 0;
-
-		e.iolinks = link_ptrs_.data() + next_link;
-		for (const IoLink &l : node.links) {
-			if (!kept(l))
-				continue;
-			DevIolink &link = links_[next_link];
-			link.has_type = true;
-			link.type = static_cast<uint32_t>(l.type);
-			link.has_node_to_id = true;
-			link.node_to_id = l.node_to;
-			link_ptrs_[next_link++] = &link;
-			e.n_iolinks++;
-		}
-		if (e.n_iolinks == 0)
-			e.iolinks = nullptr;
-		(node.is_gpu() ? num_gpus_ : num_cpus_)++;
+		fill(entries_[i], *written[i], actual_to_user, written_ids);
+		(written[i]->is_gpu() ? num_gpus_ : num_cpus_)++;
 	}
 	for (KfdDeviceEntry &e : entries_)
 		entry_ptrs_.push_back(&e);
+}
+
+// One node's entry: its properties, and its links to written nodes (appended to links_).
+void DeviceEntries::fill(KfdDeviceEntry &e, const Node &node, const std::map<uint32_t, uint32_t> *actual_to_user,
+			 const std::set<uint32_t> &written_ids)
+{
+	e.has_node_id = true;
+	e.node_id = node.node_id;
+	e.has_gpu_id = true;
+	e.gpu_id = entry_gpu_id(node, actual_to_user);
+	for (const U32Field &f : kU32Fields) {
+		e.*f.has = true;
+		e.*f.value = node.props.*f.prop;
+	}
+	for (const U64Field &f : kU64Fields) {
+		e.*f.has = true;
+		e.*f.value = node.props.*f.prop;
+	}
+	e.has_vram_public = true;
+	e.vram_public = node.props.vram_public ? 1 : 0;
+
+	// link_ptrs_ was reserved for every link: its data() does not move while it grows.
+	e.iolinks = link_ptrs_.data() + link_ptrs_.size();
+	for (const IoLink &l : node.links) {
+		if (!link_kept(l, written_ids))
+			continue;
+		DevIolink &link = links_[link_ptrs_.size()];
+		link.has_type = true;
+		link.type = static_cast<uint32_t>(l.type);
+		link.has_node_to_id = true;
+		link.node_to_id = l.node_to;
+		link_ptrs_.push_back(&link);
+		e.n_iolinks++;
+	}
+	if (e.n_iolinks == 0)
+		e.iolinks = nullptr;
 }
 
 void DeviceEntries::attach(CriuKfd &msg) const
@@ -153,12 +171,13 @@ void DeviceEntries::attach(CriuKfd &msg) const
 	msg.num_of_cpus = num_cpus_;
 }
 
-Topology topology_from_device_entries(std::span<const KfdDeviceEntry *const> entries, const std::string &image)
+namespace {
+
+// Every entry has a node_id in range, none twice. Returns the node ids.
+std::set<uint32_t> checked_node_ids(std::span<const KfdDeviceEntry *const> entries, const char *name)
 {
-	const char *name = image.c_str();
 	if (entries.empty() || entries.size() > kMaxTopologyNodes)
 		fail(-EINVAL, "%s has %zu device entries (expected 1 to %zu)", name, entries.size(), kMaxTopologyNodes);
-
 	std::set<uint32_t> node_ids;
 	for (size_t i = 0; i < entries.size(); i++) {
 		const KfdDeviceEntry &e = *entries[i];
@@ -170,11 +189,66 @@ Topology topology_from_device_entries(std::span<const KfdDeviceEntry *const> ent
 		if (!node_ids.insert(e.node_id).second)
 			fail(-EINVAL, "%s: node %u is described twice", name, e.node_id);
 	}
+	return node_ids;
+}
 
+// The gpu_id of an entry, 0 for a CPU; a GPU's is in range and not taken yet (added to gpu_ids).
+uint32_t checked_gpu_id(const KfdDeviceEntry &e, const NodeProperties &props, std::set<uint32_t> &gpu_ids,
+			const char *name)
+{
+	const uint32_t gpu_id = e.has_gpu_id ? e.gpu_id : 0;
+	const bool cpu = props.cpu_cores_count != 0 || (gpu_id == 0 && props.simd_count == 0);
+	if (cpu && gpu_id != 0)
+		fail(-EINVAL, "%s: node %u has %u CPU cores and gpu_id 0x%x: APUs are not supported", name, e.node_id,
+		     props.cpu_cores_count, gpu_id);
+	if (cpu)
+		return 0;
+	if (!e.has_gpu_id)
+		fail(-EINVAL, "%s: GPU node %u has no gpu_id", name, e.node_id);
+	if (gpu_id == 0 || gpu_id > kMaxGpuId)
+		fail(-EINVAL, "%s: GPU node %u has gpu_id 0x%x, out of range (1 to 0x%x)", name, e.node_id, gpu_id,
+		     kMaxGpuId);
+	if (!gpu_ids.insert(gpu_id).second)
+		fail(-EINVAL, "%s: gpu_id 0x%x appears twice (again on node %u)", name, gpu_id, e.node_id);
+	return gpu_id;
+}
+
+// The links of an entry, each of a known type and to another node the image describes.
+std::vector<IoLink> checked_links(const KfdDeviceEntry &e, const std::set<uint32_t> &node_ids, const char *name)
+{
+	if (e.n_iolinks > kMaxNodeLinks)
+		fail(-EINVAL, "%s: node %u has %zu io links (at most %zu)", name, e.node_id, e.n_iolinks,
+		     kMaxNodeLinks);
+	std::vector<IoLink> links;
+	for (size_t j = 0; j < e.n_iolinks; j++) {
+		const DevIolink &l = *e.iolinks[j];
+		if (!l.has_type || !l.has_node_to_id)
+			fail(-EINVAL, "%s: io link %zu of node %u lacks its %s", name, j, e.node_id,
+			     l.has_type ? "node_to_id" : "type");
+		if (l.type != static_cast<uint32_t>(IoLinkType::pcie) &&
+		    l.type != static_cast<uint32_t>(IoLinkType::xgmi))
+			fail(-EINVAL, "%s: io link %zu of node %u has type %u (expected 2 for PCIe or 11 for xGMI)",
+			     name, j, e.node_id, l.type);
+		if (l.node_to_id == e.node_id)
+			fail(-EINVAL, "%s: io link %zu of node %u leads to the node itself", name, j, e.node_id);
+		if (!node_ids.count(l.node_to_id))
+			fail(-EINVAL, "%s: io link %zu of node %u leads to node %u, which the image does not describe",
+			     name, j, e.node_id, l.node_to_id);
+		links.push_back({ static_cast<IoLinkType>(l.type), l.node_to_id });
+	}
+	return links;
+}
+
+} // namespace
+
+Topology topology_from_device_entries(std::span<const KfdDeviceEntry *const> entries, const std::string &image)
+{
+	const char *name = image.c_str();
+	const std::set<uint32_t> node_ids = checked_node_ids(entries, name);
 	std::vector<Node> nodes;
 	std::set<uint32_t> gpu_ids;
-	for (size_t i = 0; i < entries.size(); i++) {
-		const KfdDeviceEntry &e = *entries[i];
+	for (const KfdDeviceEntry *entry : entries) {
+		const KfdDeviceEntry &e = *entry;
 		Node node;
 		node.node_id = e.node_id;
 		for (const U32Field &f : kU32Fields)
@@ -182,46 +256,8 @@ Topology topology_from_device_entries(std::span<const KfdDeviceEntry *const> ent
 		for (const U64Field &f : kU64Fields)
 			node.props.*f.prop = e.*f.has ? e.*f.value : 0;
 		node.props.vram_public = e.has_vram_public && e.vram_public;
-
-		const uint32_t gpu_id = e.has_gpu_id ? e.gpu_id : 0;
-		const bool cpu = node.props.cpu_cores_count != 0 || (gpu_id == 0 && node.props.simd_count == 0);
-		if (cpu && gpu_id != 0)
-			fail(-EINVAL, "%s: node %u has %u CPU cores and gpu_id 0x%x: APUs are not supported", name,
-			     e.node_id, node.props.cpu_cores_count, gpu_id);
-		if (!cpu) {
-			if (!e.has_gpu_id)
-				fail(-EINVAL, "%s: GPU node %u has no gpu_id", name, e.node_id);
-			if (gpu_id == 0 || gpu_id > kMaxGpuId)
-				fail(-EINVAL, "%s: GPU node %u has gpu_id 0x%x, out of range (1 to 0x%x)", name,
-				     e.node_id, gpu_id, kMaxGpuId);
-			if (!gpu_ids.insert(gpu_id).second)
-				fail(-EINVAL, "%s: gpu_id 0x%x appears twice (again on node %u)", name, gpu_id,
-				     e.node_id);
-			node.gpu_id = gpu_id;
-		}
-
-		if (e.n_iolinks > kMaxNodeLinks)
-			fail(-EINVAL, "%s: node %u has %zu io links (at most %zu)", name, e.node_id, e.n_iolinks,
-			     kMaxNodeLinks);
-		for (size_t j = 0; j < e.n_iolinks; j++) {
-			const DevIolink &l = *e.iolinks[j];
-			if (!l.has_type || !l.has_node_to_id)
-				fail(-EINVAL, "%s: io link %zu of node %u lacks its %s", name, j, e.node_id,
-				     l.has_type ? "node_to_id" : "type");
-			if (l.type != static_cast<uint32_t>(IoLinkType::pcie) &&
-			    l.type != static_cast<uint32_t>(IoLinkType::xgmi))
-				fail(-EINVAL,
-				     "%s: io link %zu of node %u has type %u (expected 2 for PCIe or 11 for xGMI)",
-				     name, j, e.node_id, l.type);
-			if (l.node_to_id == e.node_id)
-				fail(-EINVAL, "%s: io link %zu of node %u leads to the node itself", name, j,
-				     e.node_id);
-			if (!node_ids.count(l.node_to_id))
-				fail(-EINVAL,
-				     "%s: io link %zu of node %u leads to node %u, which the image does not describe",
-				     name, j, e.node_id, l.node_to_id);
-			node.links.push_back({ static_cast<IoLinkType>(l.type), l.node_to_id });
-		}
+		node.gpu_id = checked_gpu_id(e, node.props, gpu_ids, name);
+		node.links = checked_links(e, node_ids, name);
 		nodes.push_back(std::move(node));
 	}
 	return Topology(std::move(nodes));

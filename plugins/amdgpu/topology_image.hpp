@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ public:
 	void attach(CriuKfd &msg) const;
 
 private:
+	void fill(KfdDeviceEntry &entry, const Node &node, const std::map<uint32_t, uint32_t> *actual_to_user,
+		  const std::set<uint32_t> &written_ids);
+
 	std::vector<KfdDeviceEntry> entries_; // sized once: the pointers below point into it
 	std::vector<KfdDeviceEntry *> entry_ptrs_;
 	std::vector<DevIolink> links_;
