@@ -4,6 +4,7 @@
 #include "error.hpp"
 #include "guard_process.hpp"
 #include "log.hpp"
+#include "unique_fd.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -106,30 +107,34 @@ void end_half_restored(const guard::Journal &journal, Enlisted &t)
 			     t.pid, kKillWaitMs);
 }
 
+// Follows criu and the enlisted tasks until every task resumed, criu let go, or criu died
+// (returns true then).
+bool watch_until_done(GuardState &s)
+{
+	while (!s.released) {
+		pollfd p[3] = { { kCriu, POLLIN, 0 }, { kEnlistSocket, POLLIN, 0 }, { kChannel, POLLIN, 0 } };
+		if (poll(p, s.channel_open ? 3 : 2, -1) < 0 && errno != EINTR)
+			return false;
+		// Tasks enlist before criu's stage that resumes them: read them first.
+		read_enlisted(s);
+		read_channel(s);
+		if (p[0].revents)
+			return true;
+		if (s.any_resumed && s.all_resumed()) {
+			read_enlisted(s); // nothing can still be on its way, but look
+			if (s.all_resumed())
+				return false;
+		}
+	}
+	return false;
+}
+
 int guard_main(void *arg)
 {
 	const Context &ctx = *static_cast<const Context *>(arg);
 	const guard::Journal journal(kImageDir, ctx.criu_pid);
 	GuardState s;
-	bool criu_died = false;
-	while (!s.released) {
-		pollfd p[3] = { { kCriu, POLLIN, 0 }, { kEnlistSocket, POLLIN, 0 }, { kChannel, POLLIN, 0 } };
-		if (poll(p, s.channel_open ? 3 : 2, -1) < 0 && errno != EINTR)
-			break;
-		// Tasks enlist before criu's stage that resumes them: read them first.
-		read_enlisted(s);
-		read_channel(s);
-		if (p[0].revents) {
-			criu_died = true;
-			break;
-		}
-		if (s.any_resumed && s.all_resumed()) {
-			read_enlisted(s); // nothing can still be on its way, but look
-			if (s.all_resumed())
-				break;
-		}
-	}
-	if (criu_died && !s.released) {
+	if (watch_until_done(s) && !s.released) {
 		read_enlisted(s);
 		read_channel(s);
 		if (!s.released)
@@ -143,44 +148,65 @@ int guard_main(void *arg)
 
 } // namespace
 
+namespace {
+
+// The guard's socket in the image directory, removed again unless the guard took it over.
+class BoundSocket {
+public:
+	BoundSocket(int image_dir, const std::string &name) : image_dir_(image_dir), name_(name)
+	{
+		fd_.reset(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+		if (!fd_)
+			fail_errno(errno, "cannot make the restore guard's socket");
+		sockaddr_un addr = {};
+		addr.sun_family = AF_UNIX;
+		snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s", image_dir, name.c_str());
+		unlinkat(image_dir, name.c_str(), 0); // left by an earlier criu with this pid
+		if (bind(fd_.get(), reinterpret_cast<const sockaddr *>(&addr), sizeof(addr)))
+			fail_errno(errno, "cannot create the restore guard's socket %s in the image directory",
+				   name.c_str());
+		bound_ = true;
+	}
+	~BoundSocket()
+	{
+		if (bound_)
+			unlinkat(image_dir_, name_.c_str(), 0);
+	}
+	BoundSocket(const BoundSocket &) = delete;
+	BoundSocket &operator=(const BoundSocket &) = delete;
+
+	int fd() const { return fd_.get(); }
+	// The guard owns the name now: it removes it when it ends.
+	void hand_over() { bound_ = false; }
+
+private:
+	int image_dir_;
+	std::string name_;
+	unique_fd fd_;
+	bool bound_ = false;
+};
+
+} // namespace
+
 RestoreGuard::RestoreGuard(int image_dir)
 {
 	const pid_t criu_pid = getpid();
 	socket_name_ = strprintf("amdgpu-guard-%d.sock", criu_pid);
-	unique_fd listen(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-	if (!listen)
-		fail_errno(errno, "cannot make the restore guard's socket");
-	sockaddr_un addr = {};
-	addr.sun_family = AF_UNIX;
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s", image_dir, socket_name_.c_str());
-	unlinkat(image_dir, socket_name_.c_str(), 0); // left by an earlier criu with this pid
-	if (bind(listen.get(), reinterpret_cast<const sockaddr *>(&addr), sizeof(addr)))
-		fail_errno(errno, "cannot create the restore guard's socket %s in the image directory",
-			   socket_name_.c_str());
+	BoundSocket listen(image_dir, socket_name_);
 
 	int pair[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair)) {
-		const int err = errno;
-		unlinkat(image_dir, socket_name_.c_str(), 0);
-		fail_errno(err, "cannot make the restore guard's channel");
-	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair))
+		fail_errno(errno, "cannot make the restore guard's channel");
 	unique_fd channel(pair[0]), guard_end(pair[1]);
 	unique_fd criu = guard::pidfd_open(criu_pid);
-	if (!criu) {
-		const int err = errno;
-		unlinkat(image_dir, socket_name_.c_str(), 0);
-		fail_errno(err, "cannot open a pidfd of criu (pid %d) for the restore guard", criu_pid);
-	}
+	if (!criu)
+		fail_errno(errno, "cannot open a pidfd of criu (pid %d) for the restore guard", criu_pid);
+
 	Context ctx = { criu_pid, {} };
 	snprintf(ctx.socket_name, sizeof(ctx.socket_name), "%s", socket_name_.c_str());
-	const int keep[] = { guard_end.get(), criu.get(), listen.get(), image_dir };
-	pid_t guard_pid;
-	try {
-		guard_pid = guard::spawn(keep, guard_main, &ctx);
-	} catch (...) {
-		unlinkat(image_dir, socket_name_.c_str(), 0);
-		throw;
-	}
+	const int keep[] = { guard_end.get(), criu.get(), listen.fd(), image_dir };
+	const pid_t guard_pid = guard::spawn(keep, guard_main, &ctx);
+	listen.hand_over();
 	link_.emplace(std::move(channel), guard_pid);
 	pr_info("restore guard started (pid %d): it kills half-restored GPU tasks if criu dies", guard_pid);
 }
