@@ -179,35 +179,44 @@ Options options_from_env(EnvLookup lookup)
 	return options_from(lookup, {});
 }
 
+namespace {
+
+// KFD_MAX_BUFFER_SIZE: the staging memory of one GPU's copy, in whole pages.
+void read_max_buffer_size(const Settings &settings, Options &options)
+{
+	const std::optional<Setting> s = settings.get(kMaxBufferVar);
+	if (!s)
+		return;
+	options.origins.emplace_back(kMaxBufferVar, s->origin);
+	const char *value = s->value.c_str();
+	uint64_t size = 0;
+	const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+	if (!parse_env_size(value, size)) {
+		options.errors.push_back(
+			strprintf("%s='%s' is not a size (a number with an optional k, K, M or G suffix)",
+				  s->quoted.c_str(), value));
+	} else if (size == 0) {
+		// Upstream reads 0 as "no cap"; unbounded staging is what we refuse to do, so 0 keeps
+		// the default bound.
+		options.max_buffer_size = kDefaultMaxBufferSize;
+	} else if (size < page) {
+		options.errors.push_back(strprintf("%s='%s' is smaller than one page (%llu bytes)", s->quoted.c_str(),
+						   value, static_cast<unsigned long long>(page)));
+	} else {
+		// Staging buffers are registered with the GPU as userptr memory, which must be
+		// page-granular.
+		options.max_buffer_size = size / page * page;
+	}
+}
+
+} // namespace
+
 Options options_from(EnvLookup lookup, const std::vector<std::string> &plugin_args)
 {
 	Options options;
 	const Settings settings(lookup, plugin_args, options.errors);
 	options.match = read_match_policy(settings, &options, options.errors);
-
-	if (const std::optional<Setting> s = settings.get(kMaxBufferVar)) {
-		options.origins.emplace_back(kMaxBufferVar, s->origin);
-		const char *value = s->value.c_str();
-		uint64_t size = 0;
-		const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-		if (!parse_env_size(value, size)) {
-			options.errors.push_back(
-				strprintf("%s='%s' is not a size (a number with an optional k, K, M or G suffix)",
-					  s->quoted.c_str(), value));
-		} else if (size == 0) {
-			// Upstream reads 0 as "no cap"; unbounded staging is what we refuse to do, so 0 keeps
-			// the default bound.
-			options.max_buffer_size = kDefaultMaxBufferSize;
-		} else if (size < page) {
-			options.errors.push_back(strprintf("%s='%s' is smaller than one page (%llu bytes)",
-							   s->quoted.c_str(), value,
-							   static_cast<unsigned long long>(page)));
-		} else {
-			// Staging buffers are registered with the GPU as userptr memory, which must be
-			// page-granular.
-			options.max_buffer_size = size / page * page;
-		}
-	}
+	read_max_buffer_size(settings, options);
 	return options;
 }
 
