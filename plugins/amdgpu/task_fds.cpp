@@ -88,12 +88,35 @@ std::optional<int> lowest_fd_sharing_file(int fd, int limit)
 	return lowest;
 }
 
+namespace {
+
+// Whether task `pid` has a descriptor on the same open file as our `fd` (of device `mine`).
+bool task_holds_file(pid_t pid, int fd, const struct stat &mine)
+{
+	const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+	std::unique_ptr<DIR, int (*)(DIR *)> fds(opendir(fd_dir.c_str()), closedir);
+	if (!fds)
+		return false;
+	while (const dirent *f = readdir(fds.get())) {
+		char *end;
+		const long n = strtol(f->d_name, &end, 10);
+		struct stat st;
+		if (*end || end == f->d_name || stat((fd_dir + "/" + f->d_name).c_str(), &st) ||
+		    st.st_rdev != mine.st_rdev || st.st_ino != mine.st_ino)
+			continue;
+		if (syscall(SYS_kcmp, getpid(), pid, KCMP_FILE, fd, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+} // namespace
+
 std::optional<pid_t> traced_task_holding(int fd)
 {
 	struct stat mine;
 	if (fstat(fd, &mine))
 		return std::nullopt;
-	const pid_t self = getpid();
 	std::unique_ptr<DIR, int (*)(DIR *)> proc(opendir("/proc"), closedir);
 	if (!proc)
 		return std::nullopt;
@@ -102,21 +125,9 @@ std::optional<pid_t> traced_task_holding(int fd)
 		const long pid = strtol(de->d_name, &end, 10);
 		if (*end || end == de->d_name || pid <= 0)
 			continue;
-		if (tracer_of(static_cast<pid_t>(pid)) != self)
-			continue;
-		const std::string fd_dir = "/proc/" + std::string(de->d_name) + "/fd";
-		std::unique_ptr<DIR, int (*)(DIR *)> fds(opendir(fd_dir.c_str()), closedir);
-		if (!fds)
-			continue;
-		while (const dirent *f = readdir(fds.get())) {
-			const long n = strtol(f->d_name, &end, 10);
-			struct stat st;
-			if (*end || end == f->d_name || stat((fd_dir + "/" + f->d_name).c_str(), &st) ||
-			    st.st_rdev != mine.st_rdev || st.st_ino != mine.st_ino)
-				continue;
-			if (syscall(SYS_kcmp, self, pid, KCMP_FILE, fd, n) == 0)
-				return static_cast<pid_t>(pid);
-		}
+		if (tracer_of(static_cast<pid_t>(pid)) == getpid() &&
+		    task_holds_file(static_cast<pid_t>(pid), fd, mine))
+			return static_cast<pid_t>(pid);
 	}
 	return std::nullopt;
 }
