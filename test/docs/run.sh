@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The repository explains itself: no tracked file points to a document outside it, and every
-# section mark (§N or §N.N) names a heading that exists in the repository's document it refers to.
+# section mark (the section sign and a number: N or N.N) names a heading that exists in the repository's document it refers to.
 #
 # Which document a mark refers to: the last Documentation/NAME.md named before it on the same
 # line; else, in a document of Documentation/, that document itself; else the one document of
-# Documentation/ the file names somewhere (a header comment such as "§N.N: sections of
-# Documentation/kfd-interface.md"). A file that names several documents must name one on every
+# Documentation/ the file names somewhere (a header comment saying that its marks are sections of
+# Documentation/kfd-interface.md). A file that names several documents must name one on every
 # line that carries a mark. A heading is a Markdown heading that starts with the number:
-# "## 2.4 RESTORE" is §2.4, "## 2. CRIU operations" is §2.
+# "## 2.4 RESTORE" is section 2.4, "## 2. CRIU operations" is section 2. (This script spells the
+# mark as $S so that it does not check itself.)
 #
 # Before looking at the tree, the checks run on a planted tree with one defect of each kind and
 # must find each: a check that cannot fail proves nothing.
@@ -17,6 +18,7 @@
 set -uo pipefail
 top=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 export LC_ALL=C
+S=$'\xc2\xa7'
 
 passed=0 failed=0
 pass() { echo "PASS: docs: $1"; passed=$((passed + 1)); }
@@ -103,7 +105,7 @@ check_tree() {
 			if [ "$status" = ok ]; then
 				resolved=$((resolved + 1))
 			else
-				fail "$label: $f:$n: §$mark" "$rest"
+				fail "$label: $f:$n: $S$mark" "$rest"
 			fi
 		done < <(section_marks "$root" "$f")
 	done
@@ -115,18 +117,18 @@ self_test() {
 	local t
 	t=$(mktemp -d)
 	mkdir -p "$t/Documentation" "$t/src"
-	printf '# Doc\n\n## 1. One\n\n### 1.2 Two\n\nSee §1.2 and §3.\n' >"$t/Documentation/a.md"
-	printf '/* §N.N: Documentation/a.md */\nint x; /* §1.2 */\nint y; /* §1.3 */\n' >"$t/src/one.c"
-	printf '# notes: kfd%s.md §2.6\n' -abi >"$t/src/two.sh"
-	printf 'see Documentation/b.md §1\nand §1.2\n' >"$t/src/three.md"
+	printf '# Doc\n\n## 1. One\n\n### 1.2 Two\n\nSee %s1.2 and %s3.\n' "$S" "$S" >"$t/Documentation/a.md"
+	printf '/* marks: Documentation/a.md */\nint x; /* %s1.2 */\nint y; /* %s1.3 */\n' "$S" "$S" >"$t/src/one.c"
+	printf '# notes: kfd%s.md %s2.6\n' -abi "$S" >"$t/src/two.sh"
+	printf 'see Documentation/b.md %s1\nand %s1.2\n' "$S" "$S" >"$t/src/three.md"
 	local out
 	out=$(passed=0 failed=0; check_tree "$t" planted; echo "$passed $failed")
 	rm -rf "$t"
 	local want
-	for want in 'Documentation/a.md:7: §3 (no heading 3' 'src/one.c:3: §1.3 (no heading 1.3' \
-		'points outside the repository (src/two.sh:1' 'src/two.sh:1: §2.6 (names no document' \
-		'src/three.md:1: §1 (no heading 1 in Documentation/b.md' \
-		'src/three.md:2: §1.2 (no heading 1.2 in Documentation/b.md'; do
+	for want in "Documentation/a.md:7: ${S}3 (no heading 3" "src/one.c:3: ${S}1.3 (no heading 1.3" \
+		'points outside the repository (src/two.sh:1' "src/two.sh:1: ${S}2.6 (names no document" \
+		"src/three.md:1: ${S}1 (no heading 1 in Documentation/b.md" \
+		"src/three.md:2: ${S}1.2 (no heading 1.2 in Documentation/b.md"; do
 		if grep -qF "FAIL: docs: planted: $want" <<<"$out"; then
 			pass "the check finds a planted defect: ${want%% (*}"
 		else
