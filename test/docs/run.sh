@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# The repository explains itself: no tracked file points to a document outside it, and every
-# section mark (the section sign and a number: N or N.N) names a heading that exists in the repository's document it refers to.
+# The repository explains itself: no tracked file points to a document outside it, every
+# section mark (the section sign and a number: N or N.N) names a heading that exists in the
+# repository's document it refers to, and every path of the repository that a document of
+# Documentation/ names (`plugins/...`, `test/...`, `tools/...`, `images/...`, `Documentation/...`)
+# exists, so that a file moved or renamed takes its documents along.
 #
 # Which document a mark refers to: the last Documentation/NAME.md named before it on the same
 # line; else, in a document of Documentation/, that document itself; else the one document of
@@ -15,6 +18,9 @@
 # Before looking at the tree, the checks run on a planted tree with one defect of each kind and
 # must find each: a check that cannot fail proves nothing.
 # Ends with "N passed, N failed". Usage: test/docs/run.sh [repository root]
+# Backquotes in single quotes are Markdown, not commands (SC2016); the planted tree counts in a
+# subshell of its own on purpose (SC2030, SC2031).
+# shellcheck disable=SC2016,SC2030,SC2031
 set -uo pipefail
 top=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 export LC_ALL=C
@@ -80,6 +86,11 @@ section_marks() {
 		}' - "$root/$file"
 }
 
+# named_paths <root> <document>: "<line> <path>" for every repository path the document names.
+named_paths() {
+	grep -noE '`(plugins|test|tools|images|Documentation|scripts|debian)/[A-Za-z0-9_./*-]*`' "$1/$2" | tr -d '`' | tr ':' ' '
+}
+
 # check_tree <root> <label>: runs both checks over the tracked files of <root> (or every file when
 # it is not a git checkout); counts one pass per resolved mark, one failure per defect.
 check_tree() {
@@ -110,32 +121,48 @@ check_tree() {
 		done < <(section_marks "$root" "$f")
 	done
 	[ "$resolved" -gt 0 ] && pass "$label: $resolved section marks resolve to a heading of their document"
+	local found=0 missing=0 line path
+	for f in "${files[@]}"; do
+		[[ $f == Documentation/*.md ]] || continue
+		while read -r line path; do
+			# a path may be a glob (`test/e2e/scenarios/2*`)
+			if compgen -G "$root/${path%/}" >/dev/null; then
+				found=$((found + 1))
+			else
+				missing=$((missing + 1))
+				fail "$label: $f:$line names $path" "no such file in the repository"
+			fi
+		done < <(named_paths "$root" "$f")
+	done
+	[ "$found" -gt 0 ] && [ "$missing" -eq 0 ] && pass "$label: the $found repository paths the documents name exist"
 }
 
 # The planted tree: one good mark, and one defect of each kind the checks must find.
 self_test() {
 	local t
 	t=$(mktemp -d)
-	mkdir -p "$t/Documentation" "$t/src"
-	printf '# Doc\n\n## 1. One\n\n### 1.2 Two\n\nSee %s1.2 and %s3.\n' "$S" "$S" >"$t/Documentation/a.md"
-	printf '/* marks: Documentation/a.md */\nint x; /* %s1.2 */\nint y; /* %s1.3 */\n' "$S" "$S" >"$t/src/one.c"
-	printf '# notes: kfd%s.md %s2.6\n' -abi "$S" >"$t/src/two.sh"
-	printf 'see Documentation/b.md %s1\nand %s1.2\n' "$S" "$S" >"$t/src/three.md"
+	mkdir -p "$t/Documentation" "$t/test"
+	printf '# Doc\n\n## 1. One\n\n### 1.2 Two\n\nSee %s1.2 and %s3, `test/one.c`.\n`test/gone.c`\n' "$S" "$S" \
+		>"$t/Documentation/a.md"
+	printf '/* marks: Documentation/a.md */\nint x; /* %s1.2 */\nint y; /* %s1.3 */\n' "$S" "$S" >"$t/test/one.c"
+	printf '# notes: kfd%s.md %s2.6\n' -abi "$S" >"$t/test/two.sh"
+	printf 'see Documentation/b.md %s1\nand %s1.2\n' "$S" "$S" >"$t/test/three.md"
 	local out
 	out=$(passed=0 failed=0; check_tree "$t" planted; echo "$passed $failed")
 	rm -rf "$t"
 	local want
-	for want in "Documentation/a.md:7: ${S}3 (no heading 3" "src/one.c:3: ${S}1.3 (no heading 1.3" \
-		'points outside the repository (src/two.sh:1' "src/two.sh:1: ${S}2.6 (names no document" \
-		"src/three.md:1: ${S}1 (no heading 1 in Documentation/b.md" \
-		"src/three.md:2: ${S}1.2 (no heading 1.2 in Documentation/b.md"; do
+	for want in "Documentation/a.md:7: ${S}3 (no heading 3" "test/one.c:3: ${S}1.3 (no heading 1.3" \
+		'points outside the repository (test/two.sh:1' "test/two.sh:1: ${S}2.6 (names no document" \
+		"test/three.md:1: ${S}1 (no heading 1 in Documentation/b.md" \
+		"test/three.md:2: ${S}1.2 (no heading 1.2 in Documentation/b.md" \
+		'Documentation/a.md:8 names test/gone.c (no such file'; do
 		if grep -qF "FAIL: docs: planted: $want" <<<"$out"; then
 			pass "the check finds a planted defect: ${want%% (*}"
 		else
 			fail "the check finds a planted defect: ${want%% (*}" "not reported"
 		fi
 	done
-	if grep -qF 'PASS: docs: planted: 2 section marks resolve' <<<"$out" && [ "$(tail -n1 <<<"$out")" = "1 6" ]; then
+	if grep -qF 'PASS: docs: planted: 2 section marks resolve' <<<"$out" && [ "$(tail -n1 <<<"$out")" = "1 7" ]; then
 		pass "the planted tree's good marks resolve, and nothing else fails"
 	else
 		fail "the planted tree's good marks resolve, and nothing else fails" "$(tr '\n' ';' <<<"$out")"
