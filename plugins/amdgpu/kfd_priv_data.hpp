@@ -3,9 +3,9 @@
 // The KFD's private checkpoint data is opaque to the plugin, with one exception: RESTORE takes a
 // device bucket for every GPU the restoring task can see and skips as many device records of the
 // data. Restoring onto a node with more GPUs than the image therefore needs device records for
-// the extra GPUs. Layout (6.1, private-data version 1, kfd-abi.md §1.3): an 8-byte process record
-// starting with the version, one 8-byte record per device (never filled by the kernel), then BOs
-// and objects.
+// the extra GPUs. Layout (6.1, private-data version 1, Documentation/kfd-interface.md §1.3): an
+// 8-byte process record starting with the version, one 8-byte record per device (never filled by
+// the kernel), then BOs and objects.
 #pragma once
 
 #include <cstddef>

@@ -345,7 +345,7 @@ static int create_event(struct ctx *c, bool manual_reset, bool signaled, HsaEven
 
 static int events_setup(struct ctx *c)
 {
-	/* the first one makes the thunk set up its GTT signal page (§3.6) */
+	/* the first one makes the thunk set up its GTT signal page (Documentation/kfd-interface.md §3.6) */
 	if (create_event(c, false, false, &c->ev_auto) || create_event(c, true, false, &c->ev_manual) ||
 	    create_event(c, true, true, &c->ev_signaled))
 		return WL_EXIT_SETUP;

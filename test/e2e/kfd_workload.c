@@ -4,7 +4,7 @@
  * end-to-end checkpoint/restore scenarios (contract: README.md).
  *
  * It lays out its GPU state the way the ROCm thunk (libhsakmt 5.2.3) does on
- * a gfx9 dGPU (kfd-abi.md §3): VAs reserved with PROT_NONE anonymous mmaps
+ * a gfx9 dGPU (Documentation/kfd-interface.md §3): VAs reserved with PROT_NONE anonymous mmaps
  * inside the GPUVM aperture, VRAM and GTT CPU-mapped through the render node
  * at the BO's VA, userptr memory registered from anonymous pages, a doorbell
  * and an MMIO-remap page mapped from /dev/kfd, a GTT signal page, and one
@@ -24,7 +24,7 @@
 
 #include "workload.h"
 
-/* kfd-abi.md §1.5: /dev/kfd mmap offsets (kernel-private, de-facto ABI) */
+/* §1.5: /dev/kfd mmap offsets (kernel-private, de-facto ABI) */
 #define MMAP_TYPE_DOORBELL (0x3ULL << 62)
 #define MMAP_GPU_ID(id)	   (((uint64_t)(id) << 46) & (0xffffULL << 46))
 /* §1.5/§3.5: gfx9 process doorbell slice: 1024 doorbells of 8 bytes */

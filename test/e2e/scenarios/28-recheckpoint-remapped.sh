@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Re-checkpoint of a restored process whose gpu_ids were remapped (upstream-plugin.md §10 item 3:
+# Re-checkpoint of a restored process whose gpu_ids were remapped (Documentation/upstream-compatibility.md §2.3:
 # upstream's dump threads select BOs by the actual gpu_id while KFD reports the user one), for
 # both workloads: dump on gpu_ids A, restore on B, dump again, restore on C, verify. The second
 # image must carry the gpu_ids the process knows (A) and every BO's contents.
@@ -49,17 +49,17 @@ for w in kfd hsakmt; do
 	fi
 	got=$(pages_ids "$img2")
 	if [ "$got" = "$user_ids" ]; then
-		tap_ok "$w: upstream §10.3: the second image's pages files carry the user gpu_ids ($got)"
+		tap_ok "$w: upstream defect §2.3: the second image's pages files carry the user gpu_ids ($got)"
 	else
-		tap_not_ok "$w: upstream §10.3: the second image's pages files carry the user gpu_ids ($user_ids)" \
+		tap_not_ok "$w: upstream defect §2.3: the second image's pages files carry the user gpu_ids ($user_ids)" \
 			"pages files for: ${got:-none}"
 	fi
 	for f in "$img1"/amdgpu-pages-*.img; do
 		g=$(ls "$img2"/amdgpu-pages-*-"${f##*-}" 2>/dev/null)
 		if [ -n "$g" ] && [ "$(stat -c %s "$f")" = "$(stat -c %s "$g")" ]; then
-			tap_ok "$w: upstream §10.3: ${f##*-} holds as many bytes in both images"
+			tap_ok "$w: upstream defect §2.3: ${f##*-} holds as many bytes in both images"
 		else
-			tap_not_ok "$w: upstream §10.3: ${f##*-} holds as many bytes in both images" \
+			tap_not_ok "$w: upstream defect §2.3: ${f##*-} holds as many bytes in both images" \
 				"$(stat -c %s "$f") vs ${g:+$(stat -c %s "$g")}"
 		fi
 	done

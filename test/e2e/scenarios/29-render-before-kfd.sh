@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# A render-node fd restored before the /dev/kfd fd of the same process (upstream-plugin.md §10
-# item 10: upstream's render-node restore relies on maps the kfd restore fills). kfd_workload
+# A render-node fd restored before the /dev/kfd fd of the same process (Documentation/upstream-compatibility.md
+# §2.5: upstream's render-node restore relies on maps the kfd restore fills). kfd_workload
 # --render-first opens its render nodes before /dev/kfd, so their fds are lower and criu restores
 # them first. Dump, reload the emulator with other gpu_ids and render minors, restore: the render
 # fds are mapped to the right new GPUs, and the task verifies (VRAM without host access is mapped
@@ -72,12 +72,12 @@ fi
 first_render=$(grep -n 'amdgpu_plugin: restored amdgpu-renderD-' "$CRIU_LAST_LOG" | head -n1 | cut -d: -f1)
 kfd_line=$(grep -n 'amdgpu_plugin: pid [0-9]*: restored amdgpu-kfd-' "$CRIU_LAST_LOG" | head -n1 | cut -d: -f1)
 if [ -n "$first_render" ] && [ -n "$kfd_line" ] && [ "$first_render" -lt "$kfd_line" ]; then
-	tap_ok "upstream §10.10: a render-node file was restored before the kfd file"
+	tap_ok "upstream defect §2.5: a render-node file was restored before the kfd file"
 else
-	tap_not_ok "upstream §10.10: a render-node file was restored before the kfd file" \
+	tap_not_ok "upstream defect §2.5: a render-node file was restored before the kfd file" \
 		"first render-node restore at line ${first_render:-none}, kfd restore at line ${kfd_line:-none}"
 fi
-tap_log_has "upstream §10.10: the early render-node file went to a new GPU" "$CRIU_LAST_LOG" \
+tap_log_has "upstream defect §2.5: the early render-node file went to a new GPU" "$CRIU_LAST_LOG" \
 	'amdgpu_plugin: restored amdgpu-renderD-[0-9]+\.img: GPU 0x(c1e6|2b8c) -> local 0x0*e0[12]$'
 tap_check "fds $RENDER_FDS are render nodes and fd $KFD_FD is /dev/kfd again" same_fds "$pid"
 tap_same_bos "every BO at its VA with its handle (emulator view)" "$pid" "$state"

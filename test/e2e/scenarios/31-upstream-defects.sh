@@ -1,13 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Pins upstream plugin defects (upstream-plugin.md §10) that the other scenarios do not name:
-#   1   SDMA COPY_LINEAR count: content BOs of 2.5 MiB (one 2 MiB packet and a remainder) restored
+# Pins upstream plugin defects (Documentation/upstream-compatibility.md §2) that the other scenarios do not name:
+#   §2.1  SDMA COPY_LINEAR count: content BOs of 2.5 MiB (one 2 MiB packet and a remainder) restored
 #       byte for byte;
-#   2, 12  multi-GPU BO selection and pages-file offsets: 5 MiB of VRAM on GPU 0, 3 MiB on GPU 1;
+#   §2.2, §2.6  multi-GPU BO selection and pages-file offsets: 5 MiB of VRAM on GPU 0, 3 MiB on GPU 1;
 #       each pages file holds exactly its GPU's BOs, and GPU 1's come back intact on other ids;
-#   4   a restore whose render node is missing fails, naming the path, and leaves nothing behind.
-# (Item 3 is 28-recheckpoint-remapped, item 10 is 29-render-before-kfd.) kfd_workload only: it
+#   §2.4  a restore whose render node is missing fails, naming the path, and leaves nothing behind.
+# (§2.3 is 28-recheckpoint-remapped, §2.5 is 29-render-before-kfd.) kfd_workload only: it
 # lists every BO with its KFD flags, so the pages files can be checked against it.
 # timeout: 180
 . test/vm/lib.sh
@@ -38,9 +38,9 @@ for id in $(state_gpu_ids "$state"); do
 	f=$(ls "$img"/amdgpu-pages-*-"$(printf %04x "$id")".img 2>/dev/null)
 	got=$([ -n "$f" ] && stat -c %s "$f")
 	if [ "$got" = "$want" ]; then
-		tap_ok "upstream §10.12: GPU $id's pages file holds exactly its own BOs ($want bytes)"
+		tap_ok "upstream defect §2.6: GPU $id's pages file holds exactly its own BOs ($want bytes)"
 	else
-		tap_not_ok "upstream §10.12: GPU $id's pages file holds exactly its own BOs ($want bytes)" \
+		tap_not_ok "upstream defect §2.6: GPU $id's pages file holds exactly its own BOs ($want bytes)" \
 			"${f:-no pages file}: ${got:-?} bytes"
 	fi
 done
@@ -51,15 +51,15 @@ minor=$(emu_node_prop "$(emu_gpu_nodes | sed -n 2p)" drm_render_minor)
 node=/dev/dri/renderD$minor
 if rm "$node"; then
 	if wl_restore "$img"; then
-		tap_not_ok "upstream §10.4: restore with $node missing fails" "it succeeded"
+		tap_not_ok "upstream defect §2.4: restore with $node missing fails" "it succeeded"
 		wl_kill "$pid"
 	else
-		tap_ok "upstream §10.4: restore with $node missing fails"
+		tap_ok "upstream defect §2.4: restore with $node missing fails"
 	fi
-	tap_log_has "upstream §10.4: the error names GPU 0x0d02, $node and its device number" "$CRIU_LAST_LOG" \
+	tap_log_has "upstream defect §2.4: the error names GPU 0x0d02, $node and its device number" "$CRIU_LAST_LOG" \
 		"amdgpu_plugin: .*lacks: 0x0d02 \\($node, device 226:$minor, the image's GPU "
-	tap_no_task "upstream §10.4: no task is left" "$pid" "$state"
-	tap_no_kfd_process "upstream §10.4: no KFD process is left in the emulator"
+	tap_no_task "upstream defect §2.4: no task is left" "$pid" "$state"
+	tap_no_kfd_process "upstream defect §2.4: no KFD process is left in the emulator"
 	mknod -m 666 "$node" c 226 "$minor" || log "cannot recreate $node"
 else
 	tap_not_ok "remove $node"
@@ -73,15 +73,15 @@ fi
 line=$(wl_ask "$pid" "$state" verify)
 bad=$(grep -i 'size 0x280000' "$state.verify" 2>/dev/null | head -n 3)
 if [ -s "$state.verify" ] && [ -z "$bad" ]; then
-	tap_ok "upstream §10.1: every byte of the 2.5 MiB BOs (2 MiB packet + 0.5 MiB) is back"
+	tap_ok "upstream defect §2.1: every byte of the 2.5 MiB BOs (2 MiB packet + 0.5 MiB) is back"
 else
-	tap_not_ok "upstream §10.1: every byte of the 2.5 MiB BOs (2 MiB packet + 0.5 MiB) is back" "${bad:-$line}"
+	tap_not_ok "upstream defect §2.1: every byte of the 2.5 MiB BOs (2 MiB packet + 0.5 MiB) is back" "${bad:-$line}"
 fi
 bad=$(grep -i "gpu $gpu1" "$state.verify" 2>/dev/null | head -n 3)
 if [ -s "$state.verify" ] && [ -z "$bad" ]; then
-	tap_ok "upstream §10.2: every byte of GPU 1's BOs (pages file of its own, after GPU 0's 5 MiB) is back"
+	tap_ok "upstream defect §2.2: every byte of GPU 1's BOs (pages file of its own, after GPU 0's 5 MiB) is back"
 else
-	tap_not_ok "upstream §10.2: every byte of GPU 1's BOs (pages file of its own, after GPU 0's 5 MiB) is back" \
+	tap_not_ok "upstream defect §2.2: every byte of GPU 1's BOs (pages file of its own, after GPU 0's 5 MiB) is back" \
 		"${bad:-$line}"
 fi
 tap_alive_verified "restored on other ids" "$pid" "$state"

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Shared definitions of kfd_ioctl_test: the test context, the kernel-private
- * encodings user space depends on (kfd-abi.md §1.5) and small ioctl helpers.
+ * encodings user space depends on (§1.5) and small ioctl helpers.
  *
  * Every expectation in this program is the behaviour of the Linux 6.1 amdkfd
- * driver as written down in /work/shared/reference/kfd-abi.md; a test names
- * the section it pins. Where that page is silent, the 6.1 driver's behaviour
+ * driver as written down in Documentation/kfd-interface.md; a test names
+ * the section it pins (§N.N: that document's sections). Where that page is silent, the 6.1 driver's behaviour
  * is used and the name says "(6.1)".
  */
 #ifndef KFD_TEST_H

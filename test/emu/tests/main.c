@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * kfd_ioctl_test - checks the amdgpu/KFD emulator (test/emu) against the KFD
- * ioctl ABI of Linux 6.1 as described in shared/reference/kfd-abi.md.
+ * ioctl ABI of Linux 6.1 as described in Documentation/kfd-interface.md.
  * Runs as root in the guest, prints TAP, exits 0 iff every check passed
  * (77 if there is no /dev/kfd at all).
  */

@@ -2,6 +2,7 @@
 /*
  * Process-level ioctls: version and dispatch, apertures, ACQUIRE_VM, memory
  * policy, XNACK, clocks, scratch/trap/tile config, and the owner rule.
+ * §N.N: sections of Documentation/kfd-interface.md.
  */
 #include "kfd_test.h"
 
@@ -33,8 +34,7 @@ void test_version_and_dispatch(struct ctx *ctx)
 	/*
 	 * kfd_ioctl() starts with retcode = -EINVAL and jumps straight out for an
 	 * nr outside [AMDKFD_COMMAND_START, AMDKFD_COMMAND_END), so the syscall
-	 * returns EINVAL. (kfd-abi.md §1.2 says ENOTTY; the driver source says
-	 * otherwise - see the test report.)
+	 * returns EINVAL, not ENOTTY (§1.2).
 	 */
 	r = kfd_ioctl(ctx->kfd, _IOWR('K', AMDKFD_COMMAND_END, uint64_t[2]), scratch);
 	tap_errno(r, EINVAL, "ioctl nr 0x%x (one past the table) -> EINVAL (6.1 kfd_ioctl)",

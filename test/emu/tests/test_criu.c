@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * AMDKFD_IOC_CRIU_OP, played the way criu and the plugin play it (§2):
+ * AMDKFD_IOC_CRIU_OP, played the way criu and the plugin play it
+ * (Documentation/kfd-interface.md §2; §N.N below: its sections):
  *
  *   P (this process)           T (target child)            R (restore child)
  *                              opens /dev/kfd, builds
@@ -1142,7 +1143,7 @@ unpause:
 }
 
 /*
- * The plugin's cross-node case - same GPU models, other gpu ids (DESIGN.md) -
+ * The plugin's cross-node case - same GPU models, other gpu ids (§2.4) -
  * when there are two GPUs to swap, then a re-dump of the restored process.
  */
 static void restore_redump_child(struct ctx *ctx, void *arg)

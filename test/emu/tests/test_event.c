@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Events: CREATE/DESTROY/SET/RESET_EVENT and WAIT_EVENTS (§1.6, §3.6). */
+/*
+ * Events: CREATE/DESTROY/SET/RESET_EVENT and WAIT_EVENTS (§1.6, §3.6).
+ * §N.N: sections of Documentation/kfd-interface.md.
+ */
 #include "kfd_test.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
 /*
  * Memory: ALLOC/FREE_MEMORY_OF_GPU, MAP/UNMAP_MEMORY_TO_GPU, CPU mappings of
  * BOs through the render node and of doorbells/MMIO through /dev/kfd, and
- * AVAILABLE_MEMORY.
+ * AVAILABLE_MEMORY. §N.N: sections of Documentation/kfd-interface.md.
  */
 #include "kfd_test.h"
 

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* User queues: CREATE/UPDATE/DESTROY_QUEUE, SET_CU_MASK and the heartbeat. */
+/*
+ * User queues: CREATE/UPDATE/DESTROY_QUEUE, SET_CU_MASK and the heartbeat.
+ * §N.N: sections of Documentation/kfd-interface.md.
+ */
 #include "kfd_test.h"
 
 #include <errno.h>
@@ -104,7 +107,7 @@ void test_queues(struct ctx *ctx)
 	if (tap_errno(r, 0, "CREATE_QUEUE with a 512-byte ring is accepted (clamped, §1.2)"))
 		destroy(ctx, bad.queue_id);
 
-	/* The emulator's heartbeat stands in for a running queue (DESIGN.md, the test bed). */
+	/* The emulator's heartbeat stands in for a running queue (§5.4; test/emu/README.md, "heartbeat"). */
 	if (have1)
 		tap_ok(wait_changes(&rptr[0], 2000),
 		       "heartbeat: an active queue's read pointer advances");

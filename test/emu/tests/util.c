@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Discovery, thin ioctl wrappers and process plumbing for kfd_ioctl_test. */
+/*
+ * Discovery, thin ioctl wrappers and process plumbing for kfd_ioctl_test.
+ * §N.N: sections of Documentation/kfd-interface.md.
+ */
 #include "kfd_test.h"
 
 #include <errno.h>
