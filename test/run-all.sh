@@ -59,6 +59,8 @@ run_suite "unit tests" test/unit/run.sh build/test/unit/unit-tests
 run_suite "unit tests, the plugin as criu 4.3 calls it" test/unit/run.sh build/test/unit/criu-4.3-tests
 # Every decoder of outside data under libFuzzer for a short smoke period (make fuzz runs longer).
 run_suite "fuzzed decoders, ${FUZZ_SMOKE_SECONDS:=10} s each" test/fuzz/run.sh "$FUZZ_SMOKE_SECONDS" build/fuzz/fuzz_*
+# Every document the tree cites is in the tree, and every section mark names a heading there.
+run_suite "documentation" test/docs/run.sh
 # before the VM suite: its installed-package scenario installs this .deb in the guest
 run_suite "Debian package" test/package/run.sh
 if [ "${SKIP_VM:-0}" = 1 ]; then
