@@ -45,7 +45,7 @@ private:
 	void numa_reasons(size_t s, size_t d, const Placement &p, std::vector<std::string> &why) const;
 	std::vector<size_t> preferred_locals(size_t s) const;
 
-	const MatchPolicy &policy_;
+	const MatchPolicy policy_; // a copy: seven switches
 	std::vector<GpuFacts> image_, local_;
 	std::vector<size_t> all_;
 	std::vector<std::vector<size_t>> preferred_; // per image GPU: local GPUs, same node id first
