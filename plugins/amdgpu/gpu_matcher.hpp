@@ -45,9 +45,10 @@
 //  - bipartite_matching.hpp: Hopcroft-Karp, and the competitors when Hall's condition fails.
 //  - gpu_units.hpp: the image's hives and NUMA nodes (elements) and the units they form.
 //  - gpu_placement.hpp: where an element may go, and the lookahead of step 3.
-//  - gpu_placement_search.hpp: the search of steps 2 and 4.
-//  - gpu_refusal.hpp: every sentence of a refusal.
-//  - gpu_matcher.cpp: match_gpus, the steps in order.
+//  - gpu_placement_search.hpp: the search of steps 2 and 4 (the units one by one, then the
+//    NUMA groups together).
+//  - gpu_refusal.hpp: what a refusal says (but for the counts match_gpus checks first).
+//  - gpu_matcher.cpp: match_gpus, the steps in order, and the last matching of step 4.
 #pragma once
 
 #include "topology.hpp"

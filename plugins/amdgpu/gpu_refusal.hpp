@@ -4,7 +4,8 @@
 // first image GPU, hive or NUMA node that cannot be placed and the telling cause: the closest
 // local GPU with each rule it breaks and both values, or the image GPUs (or NUMA nodes) that
 // compete for too few local ones, or the local GPUs left out and why. Every sentence of the
-// matcher's refusals is here; it computes nothing the search relies on.
+// matcher's refusals is here but for the GPU and hive counts match_gpus checks first; it computes
+// nothing the search relies on.
 #pragma once
 
 #include "gpu_placement.hpp"
