@@ -38,6 +38,17 @@
 // has any of this (PCIe cards, bridged MI100/MI210 per socket, MI250X and MI300X hives, CPX
 // partitions, container subsets of these), and on random topologies of those shapes, several
 // hives included, it agrees with exhaustive search (a unit test checks thousands).
+//
+// Where each part lives (internal headers, namespace amdgpu::matching):
+//  - gpu_pair_rules.hpp: which local GPU may take which image GPU and, for each rule, why not
+//    (step 1, and the hive and NUMA rules under a placement); the GPU matchings on them.
+//  - bipartite_matching.hpp: Hopcroft-Karp, and the competitors when Hall's condition fails.
+//  - gpu_units.hpp: the image's hives and NUMA nodes (elements) and the units they form.
+//  - gpu_placement.hpp: where an element may go, and the lookahead of step 3.
+//  - gpu_placement_search.hpp: the search of steps 2 and 4 (the units one by one, then the
+//    NUMA groups together).
+//  - gpu_refusal.hpp: what a refusal says (but for the counts match_gpus checks first).
+//  - gpu_matcher.cpp: match_gpus, the steps in order, and the last matching of step 4.
 #pragma once
 
 #include "topology.hpp"

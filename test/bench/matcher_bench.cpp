@@ -22,36 +22,35 @@ namespace {
 constexpr uint32_t kSockets = 2;
 constexpr uint32_t kPartitions = 64;
 
-// One MI300X XCD in CPX mode, as KFD describes it.
+// One MI300X XCD in CPX mode, as KFD describes it (the properties the matcher compares, and
+// those it only prints).
 NodeProperties cpx_partition()
 {
-	NodeProperties p;
-	p.simd_count = 152;
-	p.mem_banks_count = 1;
-	p.caches_count = 78;
-	p.io_links_count = kPartitions;
-	p.max_waves_per_simd = 8;
-	p.lds_size_in_kb = 64;
-	p.num_gws = 64;
-	p.wave_front_size = 64;
-	p.array_count = 4;
-	p.simd_arrays_per_engine = 1;
-	p.cu_per_simd_array = 10;
-	p.simd_per_cu = 4;
-	p.max_slots_scratch_cu = 32;
-	p.vendor_id = 0x1002;
-	p.device_id = 0x74a1;
-	p.hive_id = 0x93895c2e08e1b5f7ull;
-	p.num_sdma_engines = 2;
-	p.num_sdma_queues_per_engine = 8;
-	p.num_cp_queues = 24;
-	p.fw_version = 166;
-	p.capability = 746037888;
-	p.sdma_fw_version = 22;
-	p.vram_public = true;
-	p.vram_size = (48ull << 30) - (16ull << 20);
-	p.gfx_target_version = 90402;
-	return p;
+	return NodeProperties { .simd_count = 152,
+				.mem_banks_count = 1,
+				.caches_count = 78,
+				.io_links_count = kPartitions,
+				.max_waves_per_simd = 8,
+				.lds_size_in_kb = 64,
+				.num_gws = 64,
+				.wave_front_size = 64,
+				.array_count = 4,
+				.simd_arrays_per_engine = 1,
+				.cu_per_simd_array = 10,
+				.simd_per_cu = 4,
+				.max_slots_scratch_cu = 32,
+				.vendor_id = 0x1002,
+				.device_id = 0x74a1,
+				.hive_id = 0x93895c2e08e1b5f7ull,
+				.num_sdma_engines = 2,
+				.num_sdma_queues_per_engine = 8,
+				.num_cp_queues = 24,
+				.fw_version = 166,
+				.capability = 746037888,
+				.sdma_fw_version = 22,
+				.vram_public = true,
+				.vram_size = (48ull << 30) - (16ull << 20),
+				.gfx_target_version = 90402 };
 }
 
 // CPU nodes 0-1, GPU partitions at nodes 2-65; `socket_of(partition)` places them. GPU node ids

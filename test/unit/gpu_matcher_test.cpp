@@ -22,26 +22,65 @@ namespace {
 using test::topology_fixture;
 
 // ---------------------------------------------------------------------------------------------
-// The acceptance rules, written again independently of the matcher, to check its answers.
+// The acceptance rules, written again from their statement in gpu_matcher.hpp, to check the
+// matcher's answers. They read the links as the node lists describe them (a link and, perhaps,
+// the peer's link back), not the facts Topology derives for the matcher, and state "at least as
+// good" as an inclusion of what a link offers, not as the matcher's sequence of refusals.
 
-bool link_ok(const IoLink &image, const IoLink &local, bool same_type)
+// What an IO link offers, read from the raw node lists.
+struct LinkOffer {
+	bool reaches;	// its peer is another node of the topology
+	bool both_ways; // the peer lists a link of the same type back
+	IoLinkType type;
+};
+
+LinkOffer offer(const Topology &t, uint32_t from, const IoLink &l)
 {
-	if (!local.valid)
-		return false;
-	if (image.type == IoLinkType::xgmi && local.type != IoLinkType::xgmi)
-		return false;
-	if (same_type && image.type != local.type)
-		return false;
-	return !image.bidirectional || local.bidirectional;
+	const Node *peer = l.node_to == from ? nullptr : t.node(l.node_to);
+	const bool back = peer && std::any_of(peer->links.begin(), peer->links.end(),
+					      [&](const IoLink &m) { return m.node_to == from && m.type == l.type; });
+	return { peer != nullptr, back, l.type };
 }
 
-std::vector<const IoLink *> cpu_links(const Topology &t, const Node &n)
+// The qualities a link has that a stand-in must have too. With the NUMA check the kind of link
+// is one of them, whatever it is; without, only xGMI counts (a faster link than PCIe may serve).
+std::set<std::string> qualities(const LinkOffer &o, bool same_type)
 {
-	std::vector<const IoLink *> out;
-	for (const IoLink &l : n.links)
-		if (l.valid && !t.node(l.node_to)->is_gpu())
-			out.push_back(&l);
+	std::set<std::string> q;
+	if (o.both_ways)
+		q.insert("both ways");
+	if (same_type)
+		q.insert("type " + std::to_string(static_cast<uint32_t>(o.type)));
+	else if (o.type == IoLinkType::xgmi)
+		q.insert("xgmi");
+	return q;
+}
+
+bool at_least_as_good(const LinkOffer &image, const LinkOffer &local, bool same_type)
+{
+	const std::set<std::string> need = qualities(image, same_type), have = qualities(local, same_type);
+	return local.reaches && std::includes(have.begin(), have.end(), need.begin(), need.end());
+}
+
+// The links of GPU `n` that reach a CPU node.
+std::vector<LinkOffer> cpu_links(const Topology &t, const Node &n, std::vector<uint32_t> *peers = nullptr)
+{
+	std::vector<LinkOffer> out;
+	for (const IoLink &l : n.links) {
+		const LinkOffer o = offer(t, n.node_id, l);
+		if (o.reaches && !t.node(l.node_to)->is_gpu()) {
+			out.push_back(o);
+			if (peers)
+				peers->push_back(l.node_to);
+		}
+	}
 	return out;
+}
+
+size_t links_that_reach(const Topology &t, const Node &n)
+{
+	return static_cast<size_t>(std::count_if(n.links.begin(), n.links.end(),
+						 [&](const IoLink &l) { return offer(t, n.node_id, l).reaches; }));
 }
 
 // Whether local GPU `b` may stand for image GPU `a` on its own (properties and links).
@@ -65,13 +104,13 @@ bool pair_ok(const Topology &src, const Node &a, const Topology &dest, const Nod
 	    (p.fw_version && y.fw_version < x.fw_version) ||
 	    (p.sdma_fw_version && y.sdma_fw_version < x.sdma_fw_version))
 		return false;
-	if (b.valid_link_count() < a.valid_link_count())
+	if (links_that_reach(dest, b) < links_that_reach(src, a))
 		return false;
-	for (const IoLink *l : cpu_links(src, a)) {
-		const auto local = cpu_links(dest, b);
-		if (std::none_of(local.begin(), local.end(), [&](const IoLink *m) { return link_ok(*l, *m, p.numa); }))
+	const std::vector<LinkOffer> local = cpu_links(dest, b);
+	for (const LinkOffer &l : cpu_links(src, a))
+		if (std::none_of(local.begin(), local.end(),
+				 [&](const LinkOffer &m) { return at_least_as_good(l, m, p.numa); }))
 			return false;
-	}
 	return true;
 }
 
@@ -100,14 +139,17 @@ bool numa_ok(const Topology &src, const Topology &dest, const std::map<uint32_t,
 			return false;
 	for (const Node *a : src.gpus()) {
 		const Node &b = *dest.node(node_map.at(a->node_id));
-		for (const IoLink *l : cpu_links(src, *a)) {
-			const auto it = cpu_map.find(l->node_to);
+		std::vector<uint32_t> image_cpus, local_cpus;
+		const std::vector<LinkOffer> image = cpu_links(src, *a, &image_cpus);
+		const std::vector<LinkOffer> local = cpu_links(dest, b, &local_cpus);
+		for (size_t i = 0; i < image.size(); i++) {
+			const auto it = cpu_map.find(image_cpus[i]);
 			if (it == cpu_map.end())
 				return false;
-			const auto local = cpu_links(dest, b);
-			if (std::none_of(local.begin(), local.end(), [&](const IoLink *m) {
-				    return m->node_to == it->second && link_ok(*l, *m, true);
-			    }))
+			bool attached = false;
+			for (size_t j = 0; j < local.size(); j++)
+				attached |= local_cpus[j] == it->second && at_least_as_good(image[i], local[j], true);
+			if (!attached)
 				return false;
 		}
 	}
@@ -146,10 +188,13 @@ bool exists_mapping(const Topology &src, const Topology &dest, const MatchPolicy
 {
 	const auto sg = src.gpus(), dg = dest.gpus();
 	std::vector<uint32_t> src_cpus;
-	for (const Node *a : sg)
-		for (const IoLink *l : cpu_links(src, *a))
-			if (std::find(src_cpus.begin(), src_cpus.end(), l->node_to) == src_cpus.end())
-				src_cpus.push_back(l->node_to);
+	for (const Node *a : sg) {
+		std::vector<uint32_t> peers;
+		cpu_links(src, *a, &peers);
+		for (uint32_t cpu : peers)
+			if (std::find(src_cpus.begin(), src_cpus.end(), cpu) == src_cpus.end())
+				src_cpus.push_back(cpu);
+	}
 	const auto dcpus = dest.cpus();
 
 	std::map<uint32_t, uint32_t> node_map;
@@ -502,6 +547,27 @@ TEST(GpuMatcherUpstream, TheIndependentCheckerCatchesBrokenMappings)
 	const GpuMap split { { { 0x11, 0x11 }, { 0x12, 0x13 }, { 0x13, 0x12 }, { 0x14, 0x14 } }, {} };
 	EXPECT_FALSE(valid_mapping(two_hives, two_hives, no_numa, split));
 	EXPECT_TRUE(exists_mapping(two_hives, two_hives, no_numa));
+
+	// Links: the image GPU with the only link both ways to its CPU moved onto a local GPU whose
+	// CPU link is one way (same hive, same CPU: only the link rule is broken).
+	const Topology s = one_backlink_per_hive(0xa000, 4, 9), d = one_backlink_per_hive(0xb000, 2, 7);
+	GpuMap one_way = match_gpus(s, d, {});
+	ASSERT_TRUE(valid_mapping(s, d, {}, one_way));
+	std::swap(one_way.gpu_ids.at(0xa002), one_way.gpu_ids.at(0xa000));
+	EXPECT_FALSE(valid_mapping(s, d, {}, one_way));
+	EXPECT_FALSE(valid_mapping(s, d, no_numa, one_way));
+
+	// With the NUMA check a link must be of the same type; without, xGMI may serve for PCIe.
+	Builder pcie, xgmi;
+	for (Builder *b : { &pcie, &xgmi }) {
+		b->cpu(0);
+		b->gpu(1, b == &pcie ? 0x11 : 0x21);
+		b->both(1, b == &pcie ? kPcie : kXgmi, 0);
+	}
+	const GpuMap across { { { 0x11, 0x21 } }, { { 0, 0 } } };
+	EXPECT_FALSE(valid_mapping(pcie.build(), xgmi.build(), {}, across));
+	EXPECT_TRUE(valid_mapping(pcie.build(), xgmi.build(), no_numa, GpuMap { across.gpu_ids, {} }));
+	EXPECT_FALSE(valid_mapping(xgmi.build(), pcie.build(), no_numa, GpuMap { { { 0x21, 0x11 } }, {} }));
 }
 
 // ---------------------------------------------------------------------------------------------
