@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "gpu_units.hpp"
 
+#include "disjoint_sets.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -47,24 +49,19 @@ namespace {
 // Union-find over image GPUs: GPUs sharing an element get one root.
 std::vector<size_t> unit_roots(const ImageElements &elements)
 {
-	std::vector<size_t> parent(elements.gpu_count());
-	std::iota(parent.begin(), parent.end(), 0);
-	auto root = [&](size_t i) {
-		while (parent[i] != i)
-			i = parent[i] = parent[parent[i]];
-		return i;
-	};
+	DisjointSets sets(elements.gpu_count());
 	std::map<std::pair<bool, uint32_t>, size_t> first_of; // element -> first GPU seen with it
-	for (size_t s = 0; s < parent.size(); s++) {
+	for (size_t s = 0; s < sets.size(); s++) {
 		for (const Element &e : elements.elements_of(s)) {
 			auto [it, inserted] = first_of.try_emplace({ e.is_hive, e.id }, s);
 			if (!inserted)
-				parent[root(s)] = root(it->second);
+				sets.join(s, it->second);
 		}
 	}
-	for (size_t s = 0; s < parent.size(); s++)
-		parent[s] = root(s);
-	return parent;
+	std::vector<size_t> roots(sets.size());
+	for (size_t s = 0; s < roots.size(); s++)
+		roots[s] = sets.root(s);
+	return roots;
 }
 
 // The elements sharing a GPU with `e`.

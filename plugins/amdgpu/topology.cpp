@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "topology.hpp"
 
+#include "disjoint_sets.hpp"
 #include "error.hpp"
 #include "unique_fd.hpp"
 
@@ -417,13 +418,7 @@ void Topology::resolve_links()
 // Hives: union-find over the bidirectional xGMI links between GPUs.
 void Topology::find_hives()
 {
-	std::vector<size_t> parent(nodes_.size());
-	std::iota(parent.begin(), parent.end(), 0);
-	auto root = [&](size_t i) {
-		while (parent[i] != i)
-			i = parent[i] = parent[parent[i]];
-		return i;
-	};
+	DisjointSets sets(nodes_.size());
 	std::vector<bool> in_hive(nodes_.size(), false);
 	for (size_t i = 0; i < nodes_.size(); i++) {
 		if (!nodes_[i].is_gpu())
@@ -435,7 +430,7 @@ void Topology::find_hives()
 			if (!nodes_[j].is_gpu())
 				continue;
 			in_hive[i] = in_hive[j] = true;
-			parent[root(i)] = root(j);
+			sets.join(i, j);
 		}
 	}
 	hive_index_.assign(nodes_.size(), std::nullopt);
@@ -443,7 +438,7 @@ void Topology::find_hives()
 	for (size_t i = 0; i < nodes_.size(); i++) {
 		if (!in_hive[i])
 			continue;
-		std::optional<size_t> &h = hive_of_root[root(i)];
+		std::optional<size_t> &h = hive_of_root[sets.root(i)];
 		if (!h) {
 			h = hives_.size();
 			hives_.emplace_back();
