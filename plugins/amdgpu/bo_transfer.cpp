@@ -129,9 +129,9 @@ private:
 	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
 	void submit(Slot &slot, size_t chunk_index);
 	const MappedBo &mapped_bo(uint32_t index); // imported on first use, while earlier chunks copy
-	ImageWriter &writer(); // opened at its turn
-	ImageReader &reader(); // opened at its turn
-	void finish_image();   // closes the image and passes the turn on
+	ImageWriter &writer();			   // opened at its turn
+	ImageReader &reader();			   // opened at its turn
+	void finish_image();			   // closes the image and passes the turn on
 
 	CopyDirection dir_;
 	const GpuCopyJob &job_;
@@ -234,7 +234,8 @@ void GpuWorker::submit(Slot &slot, size_t chunk_index)
 					sdma::emit_const_fill(ib_, bo_va + d, 0, e.len);
 					zero_bytes_ += e.len;
 				} else {
-					reader().read({ slot.memory.data() + p.slot_offset + d, static_cast<size_t>(e.len) });
+					reader().read(
+						{ slot.memory.data() + p.slot_offset + d, static_cast<size_t>(e.len) });
 					sdma::emit_copy_linear(ib_, staging_va + d, bo_va + d, e.len);
 					io_bytes_ += e.len;
 				}
@@ -288,9 +289,10 @@ CopyStats GpuWorker::run()
 		plan_ = plan_transfer(job_.sizes, shape.slot_size, kMaxPiecesPerChunk);
 		// every hole of a chunk splits one copy and adds fills; holes are at least kMinFillBytes
 		const uint64_t max_holes = shape.slot_size / kMinFillBytes + 1;
-		const uint64_t ib_bytes = (sdma::copy_linear_packets(shape.slot_size) + kMaxPiecesPerChunk + max_holes) *
-						  (sdma::kCopyLinearDwords + sdma::kConstFillDwords) * 4 +
-					  sdma::kIbAlignDwords * 4;
+		const uint64_t ib_bytes =
+			(sdma::copy_linear_packets(shape.slot_size) + kMaxPiecesPerChunk + max_holes) *
+				(sdma::kCopyLinearDwords + sdma::kConstFillDwords) * 4 +
+			sdma::kIbAlignDwords * 4;
 		const size_t nslots = std::min<size_t>(shape.slots, plan_.size());
 		stats.staging_bytes = nslots * shape.slot_size;
 		queue_.emplace(*dev_);
@@ -304,7 +306,8 @@ CopyStats GpuWorker::run()
 				// a slot is made (its memory registered with the GPU) when first needed, while
 				// the engine already copies through the earlier ones
 				if (slots_.size() < nslots)
-					slots_.push_back(std::make_unique<Slot>(*dev_, shape.slot_size, job_.numa_node, ib_bytes));
+					slots_.push_back(std::make_unique<Slot>(*dev_, shape.slot_size, job_.numa_node,
+										ib_bytes));
 				Slot &slot = *slots_[i % nslots];
 				complete(slot);
 				submit(slot, i);
@@ -334,6 +337,48 @@ CopyStats GpuWorker::run()
 	stats.zero_bytes = zero_bytes_;
 	stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 	return stats;
+}
+
+bool is_cancellation(const std::exception_ptr &error)
+{
+	try {
+		std::rethrow_exception(error);
+	} catch (const Error &e) {
+		return e.err() == -ECANCELED;
+	} catch (...) {
+		return false;
+	}
+}
+
+// The error criu receives: the first GPU that failed of itself, never one that only stopped
+// because another had failed (its -ECANCELED names no cause). The other real failures are logged
+// here, or they would be lost.
+std::exception_ptr first_cause(std::span<const std::exception_ptr> errors, std::span<const GpuCopyJob> jobs)
+{
+	std::exception_ptr cause;
+	for (size_t i = 0; i < errors.size(); i++) {
+		if (!errors[i] || is_cancellation(errors[i]))
+			continue;
+		if (!cause) {
+			cause = errors[i];
+			continue;
+		}
+		try {
+			std::rethrow_exception(errors[i]);
+		} catch (const Error &e) {
+			pr_err("%s", e.what());
+		} catch (const std::exception &e) {
+			pr_err("GPU 0x%04x copy: %s", jobs[i].gpu_id, e.what());
+		} catch (...) {
+			pr_err("GPU 0x%04x copy: unexpected error", jobs[i].gpu_id);
+		}
+	}
+	if (cause)
+		return cause;
+	for (const std::exception_ptr &e : errors)
+		if (e)
+			return e;
+	return nullptr;
 }
 
 } // namespace
@@ -379,8 +424,8 @@ std::string describe(const CopyStats &s)
 			 "%.1f MiB staging, setup %.3f s",
 			 s.gpu_id, mib, s.seconds, mbps, static_cast<double>(s.io_bytes) / (1 << 20),
 			 dump ? "written" : "read", static_cast<double>(s.zero_bytes) / (1 << 20),
-			 dump ? "left as holes" : "filled by the engine", static_cast<double>(s.staging_bytes) / (1 << 20),
-			 s.setup_seconds);
+			 dump ? "left as holes" : "filled by the engine",
+			 static_cast<double>(s.staging_bytes) / (1 << 20), s.setup_seconds);
 }
 
 std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,
@@ -407,26 +452,8 @@ std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const
 	for (auto &t : threads)
 		t.join();
 
-	std::exception_ptr first;
-	for (size_t i = 0; i < jobs.size(); i++) {
-		if (!errors[i])
-			continue;
-		if (!first) {
-			first = errors[i];
-			continue;
-		}
-		// Only one error reaches criu; the others would be lost without a line here.
-		try {
-			std::rethrow_exception(errors[i]);
-		} catch (const Error &e) {
-			if (e.err() != -ECANCELED)
-				pr_err("%s", e.what());
-		} catch (const std::exception &e) {
-			pr_err("GPU 0x%04x copy: %s", jobs[i].gpu_id, e.what());
-		}
-	}
-	if (first)
-		std::rethrow_exception(first);
+	if (const std::exception_ptr cause = first_cause(errors, jobs))
+		std::rethrow_exception(cause);
 	return stats;
 }
 
