@@ -457,4 +457,23 @@ std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const
 	return stats;
 }
 
+namespace {
+
+class SdmaCopier final : public ContentCopier {
+public:
+	std::vector<CopyStats> copy(CopyDirection direction, std::span<const GpuCopyJob> jobs,
+				    const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size) override
+	{
+		return copy_bo_contents(direction, jobs, image_dir, kfd_id, max_buffer_size);
+	}
+};
+
+} // namespace
+
+ContentCopier &sdma_copier()
+{
+	static SdmaCopier copier;
+	return copier;
+}
+
 } // namespace amdgpu
