@@ -73,7 +73,7 @@ FakeGpu::FakeGpu(const Topology &topology, uint64_t bo_size)
 int FakeGpu::call(Op op, int fd)
 {
 	calls_.push_back({ op, fd });
-	if (fail_op_ == op && count(op) == fail_nth_ + 1)
+	if (fail_op_ == op && (fail_nth_ == kEveryCall || count(op) == fail_nth_ + 1))
 		return fail_err_;
 	return 0;
 }

@@ -47,7 +47,8 @@ public:
 	// (no contents to copy) on the first.
 	explicit FakeGpu(const Topology &topology, uint64_t bo_size = 1 << 16);
 
-	// Makes the `nth` call (0: the first) of `op` fail with `err`.
+	// Makes the `nth` call (0: the first; kEveryCall: all) of `op` fail with `err`.
+	static constexpr int kEveryCall = -1;
 	void fail(Op op, int err = -EIO, int nth = 0)
 	{
 		fail_op_ = op;
