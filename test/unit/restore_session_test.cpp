@@ -33,6 +33,7 @@ using test::FakeGpu;
 using test::Op;
 
 constexpr uint32_t kFileId = 11;
+constexpr uint32_t kRenderFileId = 12;
 constexpr uint64_t kFirstBoAddr = 0x7f0000000000; // FakeGpu's first BO, a VRAM BO
 
 class RestoreSessionTest : public ::testing::Test {
@@ -46,6 +47,7 @@ protected:
 		DumpSession dump(options, ImageDir::files(images.fd()), topology_dir, dumped, dumped);
 		const int task_fd = eventfd(0, EFD_CLOEXEC);
 		dump.dump_kfd(task_fd, kFileId);
+		dump.dump_render_node(kRenderFileId, topology.gpus().front()->props.drm_render_minor);
 		close(task_fd);
 	}
 
@@ -160,6 +162,24 @@ TEST_F(RestoreSessionTest, AMissingPagesImageFailsTheRestoreNamingIt)
 	EXPECT_NE(std::string(std::get<Error>(result).what()).find(pages), std::string::npos)
 		<< std::get<Error>(result).what();
 	EXPECT_EQ(gpu.still_open(Op::restore), std::vector<int>());
+}
+
+// From files, a render node that comes before its task's kfd file finds that image by listing the
+// directory, through a new open of it: criu's directory fd keeps its offset.
+TEST_F(RestoreSessionTest, ARenderNodeBeforeItsKfdFileFindsTheImageWithoutMovingCriusDirectoryFd)
+{
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	ASSERT_EQ(lseek(images.fd(), 0, SEEK_CUR), 0);
+	int fd = -1;
+	try {
+		fd = session.restore_file(kRenderFileId, nullptr);
+	} catch (const Error &e) {
+		FAIL() << e.what();
+	}
+	EXPECT_GE(fd, 0);
+	EXPECT_EQ(lseek(images.fd(), 0, SEEK_CUR), 0) << "criu's image directory fd was moved";
+	EXPECT_EQ(gpu.count(Op::open_render_node), 1);
+	close(fd);
 }
 
 // RESUME_DEVICES_LATE: a task whose queues cannot start again must not run on as if restored.
