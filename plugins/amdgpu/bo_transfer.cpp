@@ -126,12 +126,22 @@ public:
 	CopyStats run();
 
 private:
+	struct Ring {
+		uint64_t slot_size = 0;
+		size_t slots = 0; // never more than the chunks
+		uint64_t ib_bytes = 0;
+	};
+
+	void take_empty_image(); // restoring a GPU without BOs
+	Ring set_up();
+	void copy_chunks(const Ring &ring);
+	void drain(const Ring &ring) noexcept;
 	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
 	void submit(Slot &slot, size_t chunk_index);
 	const MappedBo &mapped_bo(uint32_t index); // imported on first use, while earlier chunks copy
-	ImageWriter &writer(); // opened at its turn
-	ImageReader &reader(); // opened at its turn
-	void finish_image();   // closes the image and passes the turn on
+	ImageWriter &writer();			   // opened at its turn
+	ImageReader &reader();			   // opened at its turn
+	void finish_image();			   // closes the image and passes the turn on
 
 	CopyDirection dir_;
 	const GpuCopyJob &job_;
@@ -234,7 +244,8 @@ void GpuWorker::submit(Slot &slot, size_t chunk_index)
 					sdma::emit_const_fill(ib_, bo_va + d, 0, e.len);
 					zero_bytes_ += e.len;
 				} else {
-					reader().read({ slot.memory.data() + p.slot_offset + d, static_cast<size_t>(e.len) });
+					reader().read(
+						{ slot.memory.data() + p.slot_offset + d, static_cast<size_t>(e.len) });
 					sdma::emit_copy_linear(ib_, staging_va + d, bo_va + d, e.len);
 					io_bytes_ += e.len;
 				}
@@ -254,77 +265,94 @@ void GpuWorker::submit(Slot &slot, size_t chunk_index)
 	slot.chunk = chunk_index;
 }
 
+// Nothing to read, and older writers may omit the file. A stream still carries the (empty) image in
+// its place: take it in turn, or the next GPU's would never come.
+void GpuWorker::take_empty_image()
+{
+	if (image_dir_.streamed()) {
+		turns_.wait(job_index_);
+		const std::string name = pages_image_name(kfd_id_, job_.image_gpu_id);
+		if (const auto empty = ImageReader::open_if_exists(image_dir_, name, 0); empty && empty->payload_size())
+			fail(-EINVAL, "image %s holds %llu bytes for a GPU with no BOs to restore", name.c_str(),
+			     static_cast<unsigned long long>(empty->payload_size()));
+	}
+	turns_.pass(job_index_);
+}
+
+// The device, the plan, the ring's shape and the engine's queue.
+GpuWorker::Ring GpuWorker::set_up()
+{
+	dev_.emplace(job_.render_fd, job_.gpu_id);
+	bos_.resize(job_.sizes.size());
+
+	const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+	const StagingShape shape = staging_shape(budget_, total_, page);
+	plan_ = plan_transfer(job_.sizes, shape.slot_size, kMaxPiecesPerChunk);
+	// every hole of a chunk splits one copy and adds fills; holes are at least kMinFillBytes
+	const uint64_t max_holes = shape.slot_size / kMinFillBytes + 1;
+	const uint64_t ib_bytes = (sdma::copy_linear_packets(shape.slot_size) + kMaxPiecesPerChunk + max_holes) *
+					  (sdma::kCopyLinearDwords + sdma::kConstFillDwords) * 4 +
+				  sdma::kIbAlignDwords * 4;
+	queue_.emplace(*dev_);
+	return { shape.slot_size, std::min<size_t>(shape.slots, plan_.size()), ib_bytes };
+}
+
+void GpuWorker::copy_chunks(const Ring &ring)
+{
+	for (size_t i = 0; i < plan_.size(); i++) {
+		if (cancel_.load(std::memory_order_relaxed))
+			fail(-ECANCELED, "GPU 0x%04x: copy stopped after another GPU failed", job_.gpu_id);
+		// a slot is made (its memory registered with the GPU) when first needed, while the
+		// engine already copies through the earlier ones
+		if (slots_.size() < ring.slots)
+			slots_.push_back(std::make_unique<Slot>(*dev_, ring.slot_size, job_.numa_node, ring.ib_bytes));
+		Slot &slot = *slots_[i % ring.slots];
+		complete(slot);
+		submit(slot, i);
+	}
+	for (size_t k = 0; k < slots_.size(); k++)
+		complete(*slots_[(plan_.size() + k) % slots_.size()]);
+}
+
+// After a failure: nothing may be freed while the engine still reads or writes it. The submissions
+// still in flight share one deadline (a hung engine fails them all at once).
+void GpuWorker::drain(const Ring &ring) noexcept
+{
+	const auto deadline =
+		std::chrono::steady_clock::now() + std::chrono::nanoseconds(engine_timeout_ns(ring.slot_size));
+	for (auto &slot : slots_) {
+		if (!slot->chunk)
+			continue;
+		const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+			deadline - std::chrono::steady_clock::now());
+		try {
+			queue_->wait(slot->seq, std::max<int64_t>(left.count(), 0));
+		} catch (...) {
+		}
+	}
+}
+
 CopyStats GpuWorker::run()
 {
 	const auto start = std::chrono::steady_clock::now();
 	CopyStats stats;
 	stats.direction = dir_;
 	stats.gpu_id = job_.gpu_id;
-	uint64_t total = 0;
 	for (uint64_t s : job_.sizes)
-		total += s;
-	stats.bytes = total_ = total;
-
-	if (dir_ == CopyDirection::from_image && total == 0) {
-		// Nothing to read, and older writers may omit the file. A stream still carries the
-		// (empty) image in its place: take it in turn, or the next GPU's would never come.
-		if (image_dir_.streamed()) {
-			turns_.wait(job_index_);
-			const std::string name = pages_image_name(kfd_id_, job_.image_gpu_id);
-			if (const auto empty = ImageReader::open_if_exists(image_dir_, name, 0);
-			    empty && empty->payload_size())
-				fail(-EINVAL, "image %s holds %llu bytes for a GPU with no BOs to restore",
-				     name.c_str(), static_cast<unsigned long long>(empty->payload_size()));
-		}
-		turns_.pass(job_index_);
+		total_ += s;
+	stats.bytes = total_;
+	if (dir_ == CopyDirection::from_image && total_ == 0) {
+		take_empty_image();
 		return stats;
 	}
-	if (total) {
-		dev_.emplace(job_.render_fd, job_.gpu_id);
-		bos_.resize(job_.sizes.size());
-
-		const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-		const StagingShape shape = staging_shape(budget_, total, page);
-		plan_ = plan_transfer(job_.sizes, shape.slot_size, kMaxPiecesPerChunk);
-		// every hole of a chunk splits one copy and adds fills; holes are at least kMinFillBytes
-		const uint64_t max_holes = shape.slot_size / kMinFillBytes + 1;
-		const uint64_t ib_bytes = (sdma::copy_linear_packets(shape.slot_size) + kMaxPiecesPerChunk + max_holes) *
-						  (sdma::kCopyLinearDwords + sdma::kConstFillDwords) * 4 +
-					  sdma::kIbAlignDwords * 4;
-		const size_t nslots = std::min<size_t>(shape.slots, plan_.size());
-		stats.staging_bytes = nslots * shape.slot_size;
-		queue_.emplace(*dev_);
+	if (total_) {
+		const Ring ring = set_up();
+		stats.staging_bytes = ring.slots * ring.slot_size;
 		stats.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
 		try {
-			for (size_t i = 0; i < plan_.size(); i++) {
-				if (cancel_.load(std::memory_order_relaxed))
-					fail(-ECANCELED, "GPU 0x%04x: copy stopped after another GPU failed",
-					     job_.gpu_id);
-				// a slot is made (its memory registered with the GPU) when first needed, while
-				// the engine already copies through the earlier ones
-				if (slots_.size() < nslots)
-					slots_.push_back(std::make_unique<Slot>(*dev_, shape.slot_size, job_.numa_node, ib_bytes));
-				Slot &slot = *slots_[i % nslots];
-				complete(slot);
-				submit(slot, i);
-			}
-			for (size_t k = 0; k < slots_.size(); k++)
-				complete(*slots_[(plan_.size() + k) % slots_.size()]);
+			copy_chunks(ring);
 		} catch (...) {
-			// Nothing may be freed while the engine still reads or writes it; the submissions
-			// still in flight share one deadline (a hung engine fails them all at once).
-			const auto deadline = std::chrono::steady_clock::now() +
-					      std::chrono::nanoseconds(engine_timeout_ns(shape.slot_size));
-			for (auto &slot : slots_)
-				if (slot->chunk) {
-					const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
-						deadline - std::chrono::steady_clock::now());
-					try {
-						queue_->wait(slot->seq, std::max<int64_t>(left.count(), 0));
-					} catch (...) {
-					}
-				}
+			drain(ring);
 			throw;
 		}
 	}
@@ -334,6 +362,48 @@ CopyStats GpuWorker::run()
 	stats.zero_bytes = zero_bytes_;
 	stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 	return stats;
+}
+
+bool is_cancellation(const std::exception_ptr &error)
+{
+	try {
+		std::rethrow_exception(error);
+	} catch (const Error &e) {
+		return e.err() == -ECANCELED;
+	} catch (...) {
+		return false;
+	}
+}
+
+// The error criu receives: the first GPU that failed of itself, never one that only stopped
+// because another had failed (its -ECANCELED names no cause). The other real failures are logged
+// here, or they would be lost.
+std::exception_ptr first_cause(std::span<const std::exception_ptr> errors, std::span<const GpuCopyJob> jobs)
+{
+	std::exception_ptr cause;
+	for (size_t i = 0; i < errors.size(); i++) {
+		if (!errors[i] || is_cancellation(errors[i]))
+			continue;
+		if (!cause) {
+			cause = errors[i];
+			continue;
+		}
+		try {
+			std::rethrow_exception(errors[i]);
+		} catch (const Error &e) {
+			pr_err("%s", e.what());
+		} catch (const std::exception &e) {
+			pr_err("GPU 0x%04x copy: %s", jobs[i].gpu_id, e.what());
+		} catch (...) {
+			pr_err("GPU 0x%04x copy: unexpected error", jobs[i].gpu_id);
+		}
+	}
+	if (cause)
+		return cause;
+	for (const std::exception_ptr &e : errors)
+		if (e)
+			return e;
+	return nullptr;
 }
 
 } // namespace
@@ -379,8 +449,8 @@ std::string describe(const CopyStats &s)
 			 "%.1f MiB staging, setup %.3f s",
 			 s.gpu_id, mib, s.seconds, mbps, static_cast<double>(s.io_bytes) / (1 << 20),
 			 dump ? "written" : "read", static_cast<double>(s.zero_bytes) / (1 << 20),
-			 dump ? "left as holes" : "filled by the engine", static_cast<double>(s.staging_bytes) / (1 << 20),
-			 s.setup_seconds);
+			 dump ? "left as holes" : "filled by the engine",
+			 static_cast<double>(s.staging_bytes) / (1 << 20), s.setup_seconds);
 }
 
 std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,
@@ -407,27 +477,28 @@ std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const
 	for (auto &t : threads)
 		t.join();
 
-	std::exception_ptr first;
-	for (size_t i = 0; i < jobs.size(); i++) {
-		if (!errors[i])
-			continue;
-		if (!first) {
-			first = errors[i];
-			continue;
-		}
-		// Only one error reaches criu; the others would be lost without a line here.
-		try {
-			std::rethrow_exception(errors[i]);
-		} catch (const Error &e) {
-			if (e.err() != -ECANCELED)
-				pr_err("%s", e.what());
-		} catch (const std::exception &e) {
-			pr_err("GPU 0x%04x copy: %s", jobs[i].gpu_id, e.what());
-		}
-	}
-	if (first)
-		std::rethrow_exception(first);
+	if (const std::exception_ptr cause = first_cause(errors, jobs))
+		std::rethrow_exception(cause);
 	return stats;
+}
+
+namespace {
+
+class SdmaCopier final : public ContentCopier {
+public:
+	std::vector<CopyStats> copy(CopyDirection direction, std::span<const GpuCopyJob> jobs,
+				    const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size) override
+	{
+		return copy_bo_contents(direction, jobs, image_dir, kfd_id, max_buffer_size);
+	}
+};
+
+} // namespace
+
+ContentCopier &sdma_copier()
+{
+	static SdmaCopier copier;
+	return copier;
 }
 
 } // namespace amdgpu

@@ -61,8 +61,20 @@ int numa_node_of(const Topology &topology, uint32_t gpu_id);
 // filled by the engine).
 std::string describe(const CopyStats &stats);
 
-// Runs one worker per job. Throws the first error after every worker has stopped.
+// Runs one worker per job. After every worker has stopped, throws the first failure of a GPU's
+// own (a GPU stopped because another failed says only -ECANCELED).
 std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,
 					const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size);
+
+// The copy as the dump and restore sessions see it, so that a host test can stand in for the GPUs.
+class ContentCopier {
+public:
+	virtual ~ContentCopier() = default;
+	virtual std::vector<CopyStats> copy(CopyDirection direction, std::span<const GpuCopyJob> jobs,
+					    const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size) = 0;
+};
+
+// copy_bo_contents(), through each GPU's SDMA engine.
+ContentCopier &sdma_copier();
 
 } // namespace amdgpu

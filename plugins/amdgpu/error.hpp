@@ -13,9 +13,16 @@ namespace amdgpu {
 
 class Error : public std::runtime_error {
 public:
-	Error(int err, std::string message) : std::runtime_error(std::move(message)), err_(err > 0 ? -err : err) {}
+	// `err` may be given positive or negative. 0 is no errno at all: a hook returning it would tell
+	// criu that the failure succeeded, so it becomes -EIO.
+	Error(int err, std::string message)
+	    : std::runtime_error(std::move(message)), err_(err > 0    ? -err
+							   : err == 0 ? -EIO
+								      : err)
+	{
+	}
 
-	// Negative errno, ready to be returned from a hook.
+	// Negative errno, ready to be returned from a hook; never 0.
 	int err() const noexcept { return err_; }
 
 private:

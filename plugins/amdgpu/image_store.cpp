@@ -131,6 +131,12 @@ unique_fd ImageDir::open_if_exists(const std::string &name) const
 	return fd;
 }
 
+void ImageDir::remove(const std::string &name) const noexcept
+{
+	if (stream_ == Stream::none)
+		(void)unlinkat(dirfd_, name.c_str(), 0);
+}
+
 ImageWriter::ImageWriter(const ImageDir &dir, std::string name, uint64_t payload_size)
     : fd_(dir.create(name)), name_(std::move(name)), size_(payload_size)
 {

@@ -50,6 +50,9 @@ public:
 	unique_fd create(const std::string &name) const;
 	// An empty unique_fd if the image does not exist.
 	unique_fd open_if_exists(const std::string &name) const;
+	// Removes the image file if there is one (best effort, for a dump that failed); a stream has
+	// nothing to take back.
+	void remove(const std::string &name) const noexcept;
 
 private:
 	ImageDir(int dirfd, Stream stream, StreamOpen open) : dirfd_(dirfd), stream_(stream), open_(std::move(open)) {}

@@ -54,7 +54,58 @@ void check_render_node(const CriuRenderNode &msg, const std::string &name)
 		     static_cast<unsigned long long>(msg.num_of_bos), msg.n_bo_entries);
 }
 
+// No GEM handle is recorded: the field says so to upstream's reader.
+constexpr uint32_t kNoGemHandle = 0xffffffff;
+
+std::vector<KfdBoEntry> bo_entries(std::span<const kfd_criu_bo_bucket> bos)
+{
+	std::vector<KfdBoEntry> entries(bos.size());
+	for (size_t i = 0; i < bos.size(); i++) {
+		KfdBoEntry &e = entries[i];
+		kfd_bo_entry__init(&e);
+		e.has_addr = e.has_size = e.has_offset = e.has_alloc_flags = e.has_gpu_id = e.has_handle = true;
+		e.addr = bos[i].addr;
+		e.size = bos[i].size;
+		e.offset = bos[i].offset;
+		e.alloc_flags = bos[i].alloc_flags;
+		e.gpu_id = bos[i].gpu_id;
+		e.handle = kNoGemHandle;
+	}
+	return entries;
+}
+
 } // namespace
+
+std::vector<uint8_t> pack_kfd_image(const KfdImageParts &parts)
+{
+	std::vector<KfdBoEntry> entries = bo_entries(parts.bos);
+	std::vector<KfdBoEntry *> entry_ptrs;
+	for (KfdBoEntry &e : entries)
+		entry_ptrs.push_back(&e);
+
+	CriuKfd msg = CRIU_KFD__INIT;
+	if (parts.devices)
+		parts.devices->attach(msg);
+	msg.has_pid = msg.has_num_of_bos = msg.has_num_of_objects = true;
+	msg.pid = parts.pid;
+	msg.num_of_bos = entries.size();
+	msg.n_bo_entries = entry_ptrs.size();
+	msg.bo_entries = entry_ptrs.data();
+	msg.num_of_objects = parts.num_objects;
+	msg.has_shared_mem_size = msg.has_shared_mem_magic = true;
+	msg.shared_mem_size = parts.shared_mem_size;
+	msg.shared_mem_magic = parts.shared_mem_magic;
+	msg.has_priv_data = true;
+	msg.priv_data.len = parts.priv_data.size();
+	// protobuf-c's type is not const; packing only reads it
+	msg.priv_data.data = const_cast<uint8_t *>(parts.priv_data.data());
+	return pack(msg);
+}
+
+void write_kfd_image(const ImageDir &dir, uint32_t id, const KfdImageParts &parts)
+{
+	write_image(dir, kfd_image_name(id), pack_kfd_image(parts));
+}
 
 std::vector<uint8_t> pack(const CriuKfd &msg)
 {

@@ -6,6 +6,9 @@
 
 #include "criu-amdgpu.pb-c.h"
 #include "image_store.hpp"
+#include "topology_image.hpp"
+
+#include <linux/kfd_ioctl.h>
 
 #include <cstdint>
 #include <memory>
@@ -34,6 +37,24 @@ std::vector<uint8_t> pack(const CriuRenderNode &msg);
 // Unpack and validate; `name` is used in error messages.
 CriuKfdPtr unpack_criu_kfd(std::span<const uint8_t> bytes, const std::string &name);
 CriuRenderNodePtr unpack_criu_render_node(std::span<const uint8_t> bytes, const std::string &name);
+
+// What a dump knows of one process, as its kfd image holds it: KFD CHECKPOINT's BOs (under the
+// gpu_ids the process knows), queue/event count and driver state, the GPUs it can use, and
+// libhsakmt's shared memory.
+struct KfdImageParts {
+	uint32_t pid = 0;
+	uint32_t num_objects = 0;
+	std::span<const kfd_criu_bo_bucket> bos;
+	std::span<const uint8_t> priv_data;
+	const DeviceEntries *devices = nullptr;
+	uint64_t shared_mem_size = 0;
+	uint32_t shared_mem_magic = 0;
+};
+
+// The criu_kfd message of `parts`, packed: upstream's fields, every BO with no GEM handle
+// (KFD's BOs are not render-node GEM objects).
+std::vector<uint8_t> pack_kfd_image(const KfdImageParts &parts);
+void write_kfd_image(const ImageDir &dir, uint32_t id, const KfdImageParts &parts);
 
 void write_criu_kfd(const ImageDir &dir, uint32_t id, const CriuKfd &msg);
 CriuKfdPtr read_criu_kfd(const ImageDir &dir, uint32_t id);

@@ -16,8 +16,8 @@
 #include "device_files.hpp"
 #include "error.hpp"
 #include "image_store.hpp"
-#include "kfd_checkpoint.hpp"
-#include "kfd_restore.hpp"
+#include "dump_session.hpp"
+#include "restore_session.hpp"
 #include "log.hpp"
 #include "options.hpp"
 #include "restore_guard.hpp"
@@ -91,9 +91,9 @@ void name_plugin_in_inventory()
 }
 
 // Where this run's images are. With --stream, criu holds a connection to the image streamer's
-// socket in the image directory (criu/img-streamer.c: streamer-capture.sock dumping,
-// streamer-serve.sock restoring) and the plugin's images must go the same way, through criu's
-// img_streamer_open(); every task criu restores inherits that connection.
+// socket in the image directory, which criu names streamer-capture.sock when it dumps and
+// streamer-serve.sock when it restores, and the plugin's images must go the same way, through
+// criu's img_streamer_open(); every task criu restores inherits that connection.
 ImageDir run_image_dir()
 {
 	const int dirfd = criu_get_image_dir();

@@ -3,7 +3,7 @@
 // An amdgpu-kfd-<id>.img, from the file to the last step before the restore's first KFD ioctl:
 // the framed protobuf through the image reader, the topology it describes, the GPU matcher onto
 // the local node, each BO's GPU in that map, and the driver's private data resized for the local
-// GPU count (kfd_restore.cpp's order).
+// GPU count (restore_session.cpp's order).
 #include "fuzz_support.hpp"
 
 #include "gpu_matcher.hpp"

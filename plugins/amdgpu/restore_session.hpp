@@ -25,6 +25,8 @@
 // never more: the next checkpoint sees it as the task's).
 #pragma once
 
+#include "bo_transfer.hpp"
+#include "gpu_driver.hpp"
 #include "gpu_matcher.hpp"
 #include "metadata_images.hpp"
 #include "options.hpp"
@@ -38,22 +40,20 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace amdgpu {
 
-struct RestorePaths {
-	std::filesystem::path topology_dir = std::string(kDefaultTopologyDir);
-	std::string kfd = "/dev/kfd";
-	std::string dri = "/dev/dri";
-};
-
 class RestoreSession {
 public:
-	// `guard` (may be null) is told of the task before its KFD state is created.
-	RestoreSession(const Options &options, ImageDir image_dir, const RestoreGuard *guard, RestorePaths paths = {});
+	// `guard` (may be null) is told of the task before its KFD state is created. `driver` and
+	// `copier` stand for the kernel and the GPUs' copy engines (host tests fake them).
+	RestoreSession(const Options &options, ImageDir image_dir, const RestoreGuard *guard,
+		       std::filesystem::path topology_dir = std::string(kDefaultTopologyDir),
+		       GpuDriver &driver = system_gpu_driver(), ContentCopier &copier = sdma_copier());
 	RestoreSession(const RestoreSession &) = delete;
 	RestoreSession &operator=(const RestoreSession &) = delete;
 
@@ -78,6 +78,16 @@ private:
 	};
 
 	int restore_kfd(ImageReader &image, uint32_t id);
+	// The steps of restore_kfd, in order.
+	void enlist();
+	unique_fd open_kfd(); // and checks its interface version
+	std::vector<kfd_criu_device_bucket> device_buckets_of(const GpuMap &map);
+	std::vector<uint8_t> driver_state(const CriuKfd &msg, size_t devices, const std::string &image);
+	std::vector<unique_fd> restore_state(int kfd, std::span<kfd_criu_device_bucket> devices,
+					     std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv,
+					     const CriuKfd &msg, const std::string &image);
+	void restore_contents(uint32_t id, uint32_t pid, const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos);
+	void remember_mappings(const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos);
 	int restore_render_node(CriuRenderNodePtr image, uint32_t id, bool *retry);
 	// A render node whose GPU cannot be mapped yet: the same id, if the kfd image confirms it.
 	uint32_t provisional_render_gpu(const CriuRenderNode &msg, uint32_t id);
@@ -106,7 +116,9 @@ private:
 	ImageDir image_dir_;
 	const RestoreGuard *guard_;
 	bool enlisted_ = false;
-	RestorePaths paths_;
+	std::filesystem::path topology_dir_;
+	GpuDriver &driver_;
+	ContentCopier &copier_;
 	pid_t owner_;
 	std::optional<Topology> local_;
 	std::optional<GpuMap> map_;
@@ -123,6 +135,6 @@ private:
 
 // RESUME_DEVICES_LATE: restarts the queues of a restored task, from the criu main process.
 // Returns 0, or -ENOTSUP when the task has no GPU state.
-int resume_gpu_process(int pid, const std::string &kfd_path = "/dev/kfd");
+int resume_gpu_process(int pid, GpuDriver &driver = system_gpu_driver());
 
 } // namespace amdgpu

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "kfd_restore.hpp"
+#include "restore_session.hpp"
 
 #include "bo_transfer.hpp"
 #include "criu_abi.hpp"
@@ -8,6 +8,7 @@
 #include "error.hpp"
 #include "hsakmt_shm.hpp"
 #include "image_store.hpp"
+#include "kfd_buckets.hpp"
 #include "kfd_ioctl.hpp"
 #include "kfd_priv_data.hpp"
 #include "log.hpp"
@@ -15,7 +16,6 @@
 #include "topology_image.hpp"
 #include "transient_retry.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -25,7 +25,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <memory>
 #include <set>
 
 namespace amdgpu {
@@ -42,16 +41,6 @@ std::string_view without_double_slashes(std::string_view path)
 	return path;
 }
 
-void check_kfd_version(int fd, const std::string &path)
-{
-	kfd::Version v;
-	if (const int ret = kfd::get_version(fd, v))
-		fail_errno(ret, "KFD GET_VERSION on %s failed", path.c_str());
-	if (v.major != kfd::kMinMajor || v.minor < kfd::kMinMinor)
-		fail(-EPROTONOSUPPORT, "KFD ioctl interface %u.%u cannot restore: %u.%u or newer is needed", v.major,
-		     v.minor, kfd::kMinMajor, kfd::kMinMinor);
-}
-
 std::string describe_map(const GpuMap &map)
 {
 	std::string out;
@@ -63,15 +52,16 @@ std::string describe_map(const GpuMap &map)
 } // namespace
 
 RestoreSession::RestoreSession(const Options &options, ImageDir image_dir, const RestoreGuard *guard,
-			       RestorePaths paths)
-    : options_(options), image_dir_(std::move(image_dir)), guard_(guard), paths_(std::move(paths)), owner_(getpid())
+			       std::filesystem::path topology_dir, GpuDriver &driver, ContentCopier &copier)
+    : options_(options), image_dir_(std::move(image_dir)), guard_(guard), topology_dir_(std::move(topology_dir)),
+      driver_(driver), copier_(copier), owner_(getpid())
 {
 }
 
 const Topology &RestoreSession::local_topology()
 {
 	if (!local_)
-		local_ = parse_topology(paths_.topology_dir);
+		local_ = parse_topology(topology_dir_);
 	return *local_;
 }
 
@@ -104,19 +94,7 @@ const GpuMap *RestoreSession::gpu_map_from_own_image()
 
 	// Our pid inside the task's namespace is the pid the dump recorded.
 	const uint32_t vpid = static_cast<uint32_t>(getpid());
-	const int dirfd = dup(image_dir_.dirfd());
-	if (dirfd < 0)
-		fail_errno(errno, "cannot scan the image directory");
-	std::unique_ptr<DIR, int (*)(DIR *)> dir(fdopendir(dirfd), closedir);
-	if (!dir) {
-		close(dirfd);
-		fail_errno(errno, "cannot scan the image directory");
-	}
-	while (const dirent *de = readdir(dir.get())) {
-		unsigned int id;
-		char tail;
-		if (sscanf(de->d_name, "amdgpu-kfd-%u.im%c", &id, &tail) != 2 || kfd_image_name(id) != de->d_name)
-			continue;
+	for (const uint32_t id : kfd_image_ids(image_dir_.dirfd())) {
 		const CriuKfdPtr msg = read_criu_kfd(image_dir_, id);
 		if (msg->pid == vpid)
 			return &gpu_map(*msg, kfd_image_name(id));
@@ -144,20 +122,19 @@ unique_fd RestoreSession::open_render_node(uint32_t actual_gpu_id)
 	const unsigned int minor_nr = gpu->props.drm_render_minor;
 	const std::string name = strprintf("renderD%u", minor_nr);
 	std::string named_is;
-	const std::string path = find_char_device(paths_.dri, name, makedev(kDrmMajor, minor_nr), &named_is);
+	const std::string path = driver_.find_render_node(minor_nr, &named_is);
 	if (path.empty())
 		fail(-ENOENT,
 		     "GPU 0x%04x has no render node in this mount namespace: %s/%s is %s and no other entry "
 		     "of %s is device %u:%u (a container must be given the GPU's render node)",
-		     actual_gpu_id, paths_.dri.c_str(), name.c_str(), named_is.c_str(), paths_.dri.c_str(), kDrmMajor,
-		     minor_nr);
-	if (path != paths_.dri + "/" + name)
+		     actual_gpu_id, kDriDir, name.c_str(), named_is.c_str(), kDriDir, kDrmMajor, minor_nr);
+	if (path != std::string(kDriDir) + "/" + name)
 		pr_info("GPU 0x%04x: its render node %s is %s in this mount namespace", actual_gpu_id, name.c_str(),
 			path.c_str());
-	unique_fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+	unique_fd fd(driver_.open_device(path));
 	if (!fd)
-		fail_errno(errno, "cannot open %s for GPU 0x%04x%s", path.c_str(), actual_gpu_id,
-			   errno == EACCES ? " (is the user in the video/render group?)" : "");
+		fail_errno(fd.get(), "cannot open %s for GPU 0x%04x%s", path.c_str(), actual_gpu_id,
+			   fd.get() == -EACCES ? " (is the user in the video/render group?)" : "");
 	unique_fd high(fcntl(fd.get(), F_DUPFD_CLOEXEC, fd_floor(static_cast<uint32_t>(getpid()))));
 	if (!high)
 		fail_errno(errno, "cannot move the fd of %s above the task's fds", path.c_str());
@@ -172,22 +149,21 @@ void RestoreSession::require_render_nodes(const GpuMap &map)
 	for (const Node *gpu : local_topology().gpus()) {
 		const unsigned int minor_nr = gpu->props.drm_render_minor;
 		const std::string name = strprintf("renderD%u", minor_nr);
-		if (!find_char_device(paths_.dri, name, makedev(kDrmMajor, minor_nr)).empty())
+		if (!driver_.find_render_node(minor_nr, nullptr).empty())
 			continue;
 		std::string role = "which the image does not use";
 		for (const auto &[user, actual] : map.gpu_ids)
 			if (actual == gpu->gpu_id)
 				role = strprintf("the image's GPU 0x%04x", user);
 		missing += strprintf("%s0x%04x (%s/%s, device %u:%u, %s)", missing.empty() ? "" : "; ", gpu->gpu_id,
-				     paths_.dri.c_str(), name.c_str(), kDrmMajor, minor_nr, role.c_str());
+				     kDriDir, name.c_str(), kDrmMajor, minor_nr, role.c_str());
 	}
 	if (!missing.empty())
 		fail(-ENOENT,
 		     "this task has %zu GPU(s) through KFD (every one its device cgroup allows) and each needs "
 		     "its render node in this mount namespace, which lacks: %s; %s holds %s (a container must "
 		     "be given the render node of every GPU it may use)",
-		     local_topology().gpus().size(), missing.c_str(), paths_.dri.c_str(),
-		     describe_char_devices(paths_.dri).c_str());
+		     local_topology().gpus().size(), missing.c_str(), kDriDir, driver_.describe_render_nodes().c_str());
 }
 
 int RestoreSession::render_fd(uint32_t actual_gpu_id)
@@ -220,78 +196,89 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	const std::string image = kfd_image_name(id);
 	const CriuKfdPtr msg = read_criu_kfd(kfd_image);
 	fd_floor(msg->pid);
+	enlist();
+	unique_fd kfd = open_kfd();
+	const GpuMap &map = gpu_map(*msg, image);
+	require_render_nodes(map);
+	std::vector<kfd_criu_device_bucket> devices = device_buckets_of(map);
+	std::vector<kfd_criu_bo_bucket> bos = bo_buckets(*msg, map.gpu_ids, image);
+	std::vector<uint8_t> priv = driver_state(*msg, devices.size(), image);
+	recreate_hsakmt_shm({ msg->shared_mem_size, msg->shared_mem_magic });
+	const std::vector<unique_fd> dmabufs = restore_state(kfd.get(), devices, bos, priv, *msg, image);
+	restore_contents(id, msg->pid, map, bos);
+	remember_mappings(map, bos);
+	close_unused_render_fds(map);
 
+	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+	pr_info("pid %u: restored %s (%zu GPUs, %zu BOs, %u queues/events) in %.1f ms; queues wait for resume",
+		msg->pid, image.c_str(), devices.size(), bos.size(), msg->num_of_objects, ms);
+	return kfd.release();
+}
+
+// Before KFD holds anything of the task, the guard knows it.
+void RestoreSession::enlist()
+{
 	if (guard_ && !enlisted_) {
 		guard_->enlist_this_task(image_dir_.dirfd());
 		enlisted_ = true;
 	}
+}
 
-	unique_fd kfd(open(paths_.kfd.c_str(), O_RDWR | O_CLOEXEC));
+unique_fd RestoreSession::open_kfd()
+{
+	unique_fd kfd(driver_.open_device(kKfdPath));
 	if (!kfd)
-		fail_errno(errno, "cannot open %s", paths_.kfd.c_str());
-	check_kfd_version(kfd.get(), paths_.kfd);
+		fail_errno(kfd.get(), "cannot open %s", kKfdPath);
+	kfd::Version v;
+	if (const int ret = driver_.get_version(kfd.get(), v))
+		fail_errno(ret, "KFD GET_VERSION on %s failed", kKfdPath);
+	if (v.major != kfd::kMinMajor || v.minor < kfd::kMinMinor)
+		fail(-EPROTONOSUPPORT, "KFD ioctl interface %u.%u cannot restore: %u.%u or newer is needed", v.major,
+		     v.minor, kfd::kMinMajor, kfd::kMinMinor);
+	return kfd;
+}
 
-	const GpuMap &map = gpu_map(*msg, image);
+std::vector<kfd_criu_device_bucket> RestoreSession::device_buckets_of(const GpuMap &map)
+{
+	std::vector<uint32_t> local_ids;
+	for (const Node *gpu : local_topology().gpus())
+		local_ids.push_back(gpu->gpu_id);
+	std::vector<kfd_criu_device_bucket> devices = device_buckets(local_ids, map.gpu_ids);
+	for (kfd_criu_device_bucket &b : devices)
+		b.drm_fd = static_cast<uint32_t>(render_fd(b.actual_gpu_id));
+	return devices;
+}
 
-	require_render_nodes(map);
+std::vector<uint8_t> RestoreSession::driver_state(const CriuKfd &msg, size_t devices, const std::string &image)
+{
+	std::vector<uint8_t> priv =
+		priv_data_for_devices({ msg.priv_data.data, msg.priv_data.len }, msg.num_of_gpus, devices, image);
+	if (devices != msg.num_of_gpus)
+		pr_info("pid %u: %zu local GPUs for the image's %u; the others get empty driver records", msg.pid,
+			devices, msg.num_of_gpus);
+	return priv;
+}
 
-	// KFD wants one bucket per GPU this task can see. GPUs the image does not use keep their
-	// own id unless the image already uses it for another GPU.
-	std::set<uint32_t> user_ids;
-	for (const auto &[user, actual] : map.gpu_ids)
-		user_ids.insert(user);
-	std::vector<kfd_criu_device_bucket> devices;
-	for (const Node *gpu : local_topology().gpus()) {
-		kfd_criu_device_bucket b = {};
-		b.actual_gpu_id = gpu->gpu_id;
-		b.user_gpu_id = 0;
-		for (const auto &[user, actual] : map.gpu_ids)
-			if (actual == gpu->gpu_id)
-				b.user_gpu_id = user;
-		if (!b.user_gpu_id) {
-			uint32_t spare = gpu->gpu_id;
-			while (user_ids.count(spare))
-				spare = spare == 1 ? kMaxGpuId : spare - 1;
-			b.user_gpu_id = spare;
-			user_ids.insert(spare);
-		}
-		b.drm_fd = static_cast<uint32_t>(render_fd(gpu->gpu_id));
-		devices.push_back(b);
-	}
-
-	std::vector<kfd_criu_bo_bucket> bos(msg->n_bo_entries);
-	for (size_t i = 0; i < bos.size(); i++) {
-		const KfdBoEntry &e = *msg->bo_entries[i];
-		if (!map.gpu_ids.count(e.gpu_id))
-			fail(-EINVAL, "%s: BO %zu at 0x%llx belongs to GPU 0x%04x, which the image's topology lacks",
-			     image.c_str(), i, static_cast<unsigned long long>(e.addr), e.gpu_id);
-		bos[i] = {};
-		bos[i].addr = e.addr;
-		bos[i].size = e.size;
-		bos[i].offset = e.offset;
-		bos[i].gpu_id = e.gpu_id;
-		bos[i].alloc_flags = e.alloc_flags;
-		bos[i].dmabuf_fd = KFD_INVALID_FD;
-	}
-	std::vector<uint8_t> priv = priv_data_for_devices({ msg->priv_data.data, msg->priv_data.len }, msg->num_of_gpus,
-							  devices.size(), image);
-	if (devices.size() != msg->num_of_gpus)
-		pr_info("pid %u: %zu local GPUs for the image's %u; the others get empty driver records", msg->pid,
-			devices.size(), msg->num_of_gpus);
-
-	recreate_hsakmt_shm({ msg->shared_mem_size, msg->shared_mem_magic });
-
-	const int ret = kfd::criu_restore(kfd.get(), devices, bos, priv, msg->num_of_objects);
+std::vector<unique_fd> RestoreSession::restore_state(int kfd, std::span<kfd_criu_device_bucket> devices,
+						     std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv,
+						     const CriuKfd &msg, const std::string &image)
+{
+	if (const int ret = driver_.criu_restore(kfd, devices, bos, priv, msg.num_of_objects))
+		fail_errno(ret, "KFD RESTORE of %s failed", image.c_str());
+	// RESTORE installs a dma-buf fd in our table for every VRAM/GTT BO: own them at once.
 	std::vector<unique_fd> dmabufs;
 	for (const auto &bo : bos)
-		if (!ret && bo.dmabuf_fd != KFD_INVALID_FD)
+		if (bo.dmabuf_fd != KFD_INVALID_FD)
 			dmabufs.emplace_back(static_cast<int>(bo.dmabuf_fd));
-	if (ret)
-		fail_errno(ret, "KFD RESTORE of %s failed", image.c_str());
+	return dmabufs;
+}
 
-	// Contents go back before criu maps anything and long before the queues resume. The copies
-	// run through render files of their own: their temporary GPU mappings then live in a VM of
-	// their own and cannot collide with the task's BOs in the VM KFD just restored.
+// Contents go back before criu maps anything and long before the queues resume. The copies run
+// through render files of their own: their temporary GPU mappings then live in a VM of their own
+// and cannot collide with the task's BOs in the VM KFD just restored.
+void RestoreSession::restore_contents(uint32_t id, uint32_t pid, const GpuMap &map,
+				      std::span<const kfd_criu_bo_bucket> bos)
+{
 	std::vector<GpuCopyJob> jobs;
 	std::vector<unique_fd> copy_fds;
 	for (const auto &[user, actual] : map.gpu_ids) {
@@ -301,10 +288,14 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 		jobs.push_back(std::move(job));
 	}
 	for (const CopyStats &s :
-	     copy_bo_contents(CopyDirection::from_image, jobs, image_dir_, id, options_.max_buffer_size))
+	     copier_.copy(CopyDirection::from_image, jobs, image_dir_, id, options_.max_buffer_size))
 		if (s.bytes)
-			pr_info("pid %u: restored %s", msg->pid, describe(s).c_str());
+			pr_info("pid %u: restored %s", pid, describe(s).c_str());
+}
 
+// The mappings criu will ask about (UPDATE_VMA_MAP): KFD gave their BOs new offsets.
+void RestoreSession::remember_mappings(const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos)
+{
 	for (const auto &bo : bos) {
 		if (!(bo.alloc_flags & kRemappedFlags))
 			continue;
@@ -313,12 +304,6 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 			gpu = map.gpu_ids.at(bo.gpu_id);
 		vmas_.push_back({ bo.addr, bo.offset, bo.restored_offset, gpu });
 	}
-	close_unused_render_fds(map);
-
-	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-	pr_info("pid %u: restored %s (%zu GPUs, %zu BOs, %u queues/events) in %.1f ms; queues wait for resume",
-		msg->pid, image.c_str(), devices.size(), bos.size(), msg->num_of_objects, ms);
-	return kfd.release();
 }
 
 int RestoreSession::restore_render_node(CriuRenderNodePtr image, uint32_t id, bool *retry)
@@ -440,7 +425,7 @@ int RestoreSession::update_vma(std::string_view path, uint64_t addr, uint64_t ol
 	// criu installs every file of the task before it maps anything: the first call is the moment.
 	hand_render_files_to_task();
 	path = without_double_slashes(path);
-	const bool is_kfd = path == paths_.kfd;
+	const bool is_kfd = path == kKfdPath;
 	for (const VmaUpdate &v : vmas_) {
 		if (v.addr != addr || v.old_offset != old_offset)
 			continue;
@@ -463,16 +448,17 @@ int RestoreSession::update_vma(std::string_view path, uint64_t addr, uint64_t ol
 	return 0;
 }
 
-int resume_gpu_process(int pid, const std::string &kfd_path)
+int resume_gpu_process(int pid, GpuDriver &driver)
 {
-	unique_fd fd(open(kfd_path.c_str(), O_RDWR | O_CLOEXEC));
+	unique_fd fd(driver.open_device(kKfdPath));
 	if (!fd) {
 		// No KFD on this node: nothing can have been restored onto it.
-		if (errno == ENOENT)
+		if (fd.get() == -ENOENT)
 			return -ENOTSUP;
-		fail_errno(errno, "cannot open %s to resume pid %d", kfd_path.c_str(), pid);
+		fail_errno(fd.get(), "cannot open %s to resume pid %d", kKfdPath, pid);
 	}
-	const int ret = with_transient_retries([&] { return kfd::criu_resume(fd.get(), static_cast<uint32_t>(pid)); });
+	const int ret =
+		with_transient_retries([&] { return driver.criu_resume(fd.get(), static_cast<uint32_t>(pid)); });
 	if (ret == -ESRCH)
 		return -ENOTSUP; // the task has no KFD state: not a GPU process
 	if (ret) {

@@ -11,7 +11,9 @@
 // amdgpu-renderD-<id>.img naming their GPU.
 #pragma once
 
+#include "bo_transfer.hpp"
 #include "dump_guard.hpp"
+#include "gpu_driver.hpp"
 #include "image_store.hpp"
 #include "kfd_ioctl.hpp"
 #include "options.hpp"
@@ -32,8 +34,9 @@ namespace amdgpu {
 
 class DumpSession {
 public:
+	// `driver` and `copier` stand for the kernel and the GPUs' copy engines (host tests fake them).
 	DumpSession(const Options &options, ImageDir image_dir, std::filesystem::path topology_dir,
-		    std::string kfd_path = "/dev/kfd");
+		    GpuDriver &driver = system_gpu_driver(), ContentCopier &copier = sdma_copier());
 	~DumpSession();
 	DumpSession(const DumpSession &) = delete;
 	DumpSession &operator=(const DumpSession &) = delete;
@@ -55,18 +58,34 @@ private:
 		pid_t host_pid = 0; // in criu's, when found (what the guard knows it by)
 	};
 
-	DumpGuard &guard();
+	// What KFD CHECKPOINT gave for one process; the dma-buf fds it installed are owned here.
+	struct Checkpoint {
+		kfd::ProcessInfo info;
+		std::vector<kfd_criu_device_bucket> devices;
+		std::vector<kfd_criu_bo_bucket> bos;
+		std::vector<uint8_t> priv;
+		std::vector<unique_fd> dmabufs;
+	};
 
+	DumpGuard &guard();
 	const Topology &local_topology();
 	void check_kfd_version();
+	// The steps of dump_kfd, in order.
+	PausedProcess &pause(int task_fd, uint32_t id, kfd::ProcessInfo &info);
+	pid_t watch_task(int kfd_fd, uint32_t id);
+	Checkpoint checkpoint(int kfd_fd, const kfd::ProcessInfo &info);
+	std::map<uint32_t, uint32_t> user_gpu_ids(const Checkpoint &cp);
+	void write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user);
+	void save_contents(uint32_t id, const Checkpoint &cp);
+	void remove_images(uint32_t id, const Checkpoint &cp);
 	int render_fd(uint32_t gpu_id);
-	void save_contents(uint32_t pid, uint32_t id, std::span<const kfd_criu_device_bucket> devices,
-			   std::span<const kfd_criu_bo_bucket> bos);
+	void resume(PausedProcess &p);
 
 	const Options &options_;
 	ImageDir image_dir_;
 	std::filesystem::path topology_dir_;
-	std::string kfd_path_;
+	GpuDriver &driver_;
+	ContentCopier &copier_;
 	std::optional<Topology> topology_;
 	std::optional<DumpGuard> guard_;
 	std::vector<PausedProcess> paused_;

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "kfd_checkpoint.hpp"
+#include "dump_session.hpp"
 
-#include "bo_transfer.hpp"
 #include "error.hpp"
 #include "hsakmt_shm.hpp"
 #include "image_store.hpp"
-#include "kfd_ioctl.hpp"
+#include "device_files.hpp"
 #include "log.hpp"
 #include "metadata_images.hpp"
 #include "task_fds.hpp"
@@ -31,9 +30,9 @@ constexpr uint64_t kMaxPrivData = 1ull << 30;
 } // namespace
 
 DumpSession::DumpSession(const Options &options, ImageDir image_dir, std::filesystem::path topology_dir,
-			 std::string kfd_path)
-    : options_(options), image_dir_(std::move(image_dir)), topology_dir_(std::move(topology_dir)),
-      kfd_path_(std::move(kfd_path)), owner_(getpid())
+			 GpuDriver &driver, ContentCopier &copier)
+    : options_(options), image_dir_(std::move(image_dir)), topology_dir_(std::move(topology_dir)), driver_(driver),
+      copier_(copier), owner_(getpid())
 {
 }
 
@@ -61,11 +60,11 @@ void DumpSession::check_kfd_version()
 	if (version_checked_)
 		return;
 	// Ordinary ioctls on the task's file are refused to a foreign process, so ask through ours.
-	unique_fd fd(open(kfd_path_.c_str(), O_RDWR | O_CLOEXEC));
+	unique_fd fd(driver_.open_device(kKfdPath));
 	if (!fd)
-		fail_errno(errno, "cannot open %s to check the KFD version", kfd_path_.c_str());
+		fail_errno(fd.get(), "cannot open %s to check the KFD version", kKfdPath);
 	kfd::Version v;
-	if (const int ret = kfd::get_version(fd.get(), v))
+	if (const int ret = driver_.get_version(fd.get(), v))
 		fail_errno(ret, "KFD GET_VERSION failed");
 	if (v.major != kfd::kMinMajor || v.minor < kfd::kMinMinor)
 		fail(-EPROTONOSUPPORT, "KFD ioctl interface %u.%u cannot checkpoint: %u.%u or newer is needed", v.major,
@@ -78,100 +77,96 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 {
 	const auto start = std::chrono::steady_clock::now();
 	check_kfd_version();
+	kfd::ProcessInfo info;
+	const PausedProcess &paused = pause(task_fd, id, info);
+	const Checkpoint cp = checkpoint(paused.fd.get(), info);
+	const std::map<uint32_t, uint32_t> actual_to_user = user_gpu_ids(cp);
+	try {
+		write_kfd_image(id, cp, actual_to_user);
+		save_contents(id, cp);
+	} catch (...) {
+		remove_images(id, cp);
+		throw;
+	}
+	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+	pr_info("pid %u: saved %s (%zu GPUs, %u BOs, %u queues/events) in %.1f ms", info.pid,
+		kfd_image_name(id).c_str(), actual_to_user.size(), info.num_bos, info.num_objects, ms);
+}
 
-	unique_fd fd(fcntl(task_fd, F_DUPFD_CLOEXEC, 0));
-	if (!fd)
-		fail_errno(errno, "cannot duplicate /dev/kfd file id %u", id);
-
-	// The guard learns of the task before its queues stop, so that no moment is left uncovered.
-	const pid_t host_pid = traced_task_holding(fd.get()).value_or(0);
+// The guard learns of the task before its queues stop, so that no moment is left uncovered.
+pid_t DumpSession::watch_task(int kfd_fd, uint32_t id)
+{
+	const pid_t host_pid = traced_task_holding(kfd_fd).value_or(0);
 	if (host_pid)
-		guard().watch(host_pid, fd.get());
+		guard().watch(host_pid, kfd_fd);
 	else
 		pr_warn("file id %u: no task traced by criu holds this /dev/kfd file; should criu die during "
 			"the dump, nothing would resume its GPU queues",
 			id);
+	return host_pid;
+}
 
-	kfd::ProcessInfo info;
-	if (const int ret = kfd::criu_process_info(fd.get(), info)) {
+DumpSession::PausedProcess &DumpSession::pause(int task_fd, uint32_t id, kfd::ProcessInfo &info)
+{
+	unique_fd fd(fcntl(task_fd, F_DUPFD_CLOEXEC, 0));
+	if (!fd)
+		fail_errno(errno, "cannot duplicate /dev/kfd file id %u", id);
+	const pid_t host_pid = watch_task(fd.get(), id);
+	if (const int ret = driver_.criu_process_info(fd.get(), info)) {
 		if (host_pid)
 			guard().resumed(host_pid); // KFD leaves the queues running when PROCESS_INFO fails
 		fail_errno(ret, "KFD PROCESS_INFO failed for file id %u", id);
 	}
 	// From here on the queues are paused: finish() must resume them whatever happens next.
 	paused_.push_back({ std::move(fd), info.pid, host_pid });
-	const int kfd_fd = paused_.back().fd.get();
 	pr_info("pid %u: queues paused; %u GPUs, %u BOs, %u queues/events, %llu bytes of driver state", info.pid,
 		info.num_devices, info.num_bos, info.num_objects, static_cast<unsigned long long>(info.priv_data_size));
-
 	if (info.num_devices == 0 || info.num_devices > kMaxDevices || info.num_bos > kMaxBos ||
 	    info.priv_data_size > kMaxPrivData)
 		fail(-EINVAL, "pid %u: KFD PROCESS_INFO reported implausible sizes (%u GPUs, %u BOs, %llu bytes)",
 		     info.pid, info.num_devices, info.num_bos, static_cast<unsigned long long>(info.priv_data_size));
+	return paused_.back();
+}
 
-	std::vector<kfd_criu_device_bucket> devices(info.num_devices);
-	std::vector<kfd_criu_bo_bucket> bos(info.num_bos);
-	std::vector<uint8_t> priv(info.priv_data_size);
-	const int ret = kfd::criu_checkpoint(kfd_fd, info, devices, bos, priv);
-	// CHECKPOINT installs a dma-buf fd in our table for every VRAM/GTT BO: own them at once.
-	std::vector<unique_fd> dmabufs;
-	for (const auto &bo : bos)
-		if (!ret && bo.dmabuf_fd != KFD_INVALID_FD)
-			dmabufs.emplace_back(static_cast<int>(bo.dmabuf_fd));
+DumpSession::Checkpoint DumpSession::checkpoint(int kfd_fd, const kfd::ProcessInfo &info)
+{
+	Checkpoint cp { info,
+			std::vector<kfd_criu_device_bucket>(info.num_devices),
+			std::vector<kfd_criu_bo_bucket>(info.num_bos),
+			std::vector<uint8_t>(info.priv_data_size),
+			{} };
+	const int ret = driver_.criu_checkpoint(kfd_fd, info, cp.devices, cp.bos, cp.priv);
 	if (ret)
 		fail_errno(ret, "KFD CHECKPOINT failed for pid %u", info.pid);
+	// CHECKPOINT installs a dma-buf fd in our table for every VRAM/GTT BO: own them at once.
+	for (const auto &bo : cp.bos)
+		if (bo.dmabuf_fd != KFD_INVALID_FD)
+			cp.dmabufs.emplace_back(static_cast<int>(bo.dmabuf_fd));
+	return cp;
+}
 
+// actual gpu_id -> the one the process knows, for the GPUs it uses (all of which criu must see).
+std::map<uint32_t, uint32_t> DumpSession::user_gpu_ids(const Checkpoint &cp)
+{
 	std::map<uint32_t, uint32_t> actual_to_user;
-	for (const auto &dev : devices) {
+	for (const auto &dev : cp.devices) {
 		if (!local_topology().gpu(dev.actual_gpu_id))
 			fail(-EINVAL,
 			     "pid %u uses GPU 0x%04x, which criu's view of the KFD topology (%s) does not show; "
 			     "run criu where it sees the GPUs of the process",
-			     info.pid, dev.actual_gpu_id, topology_dir_.c_str());
+			     cp.info.pid, dev.actual_gpu_id, topology_dir_.c_str());
 		actual_to_user[dev.actual_gpu_id] = dev.user_gpu_id;
 		user_gpu_ids_[dev.actual_gpu_id] = dev.user_gpu_id;
 	}
+	return actual_to_user;
+}
 
-	std::vector<KfdBoEntry> bo_entries(bos.size());
-	std::vector<KfdBoEntry *> bo_ptrs(bos.size());
-	for (size_t i = 0; i < bos.size(); i++) {
-		KfdBoEntry &e = bo_entries[i];
-		kfd_bo_entry__init(&e);
-		e.has_addr = e.has_size = e.has_offset = e.has_alloc_flags = e.has_gpu_id = e.has_handle = true;
-		e.addr = bos[i].addr;
-		e.size = bos[i].size;
-		e.offset = bos[i].offset;
-		e.alloc_flags = bos[i].alloc_flags;
-		e.gpu_id = bos[i].gpu_id;
-		e.handle = 0xffffffff; // no GEM handle recorded: KFD BOs are not render-node GEM objects
-		bo_ptrs[i] = &e;
-	}
-
+void DumpSession::write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user)
+{
 	const HsakmtShm shm = probe_hsakmt_shm();
-
-	CriuKfd msg = CRIU_KFD__INIT;
-	const DeviceEntries entries(local_topology(), &actual_to_user);
-	entries.attach(msg);
-	msg.has_pid = msg.has_num_of_bos = msg.has_num_of_objects = true;
-	msg.pid = info.pid;
-	msg.num_of_bos = bos.size();
-	msg.n_bo_entries = bo_ptrs.size();
-	msg.bo_entries = bo_ptrs.data();
-	msg.num_of_objects = info.num_objects;
-	msg.has_shared_mem_size = msg.has_shared_mem_magic = true;
-	msg.shared_mem_size = shm.size;
-	msg.shared_mem_magic = shm.magic;
-	msg.has_priv_data = true;
-	msg.priv_data.len = priv.size();
-	msg.priv_data.data = priv.data();
-	// The image that describes the pages goes first: restore reads it first, and through the
-	// image streamer it can only read what it needs in the order it was written.
-	write_criu_kfd(image_dir_, id, msg);
-	save_contents(info.pid, id, devices, bos);
-
-	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-	pr_info("pid %u: saved %s (%u GPUs, %u BOs, %u queues/events) in %.1f ms", info.pid, kfd_image_name(id).c_str(),
-		entries.num_gpus(), info.num_bos, info.num_objects, ms);
+	const DeviceEntries devices(local_topology(), &actual_to_user);
+	amdgpu::write_kfd_image(image_dir_, id,
+				{ cp.info.pid, cp.info.num_objects, cp.bos, cp.priv, &devices, shm.size, shm.magic });
 }
 
 int DumpSession::render_fd(uint32_t gpu_id)
@@ -180,28 +175,34 @@ int DumpSession::render_fd(uint32_t gpu_id)
 	if (it != render_fds_.end())
 		return it->second.get();
 	const Node *gpu = local_topology().gpu(gpu_id);
-	const std::string path = strprintf("/dev/dri/renderD%u", gpu->props.drm_render_minor);
-	unique_fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+	const std::string path = strprintf("%s/renderD%u", kDriDir, gpu->props.drm_render_minor);
+	unique_fd fd(driver_.open_device(path));
 	if (!fd)
-		fail_errno(errno, "cannot open %s to copy the memory of GPU 0x%04x", path.c_str(), gpu_id);
+		fail_errno(fd.get(), "cannot open %s to copy the memory of GPU 0x%04x", path.c_str(), gpu_id);
 	return render_fds_.emplace(gpu_id, std::move(fd)).first->second.get();
 }
 
-void DumpSession::save_contents(uint32_t pid, uint32_t id, std::span<const kfd_criu_device_bucket> devices,
-				std::span<const kfd_criu_bo_bucket> bos)
+void DumpSession::save_contents(uint32_t id, const Checkpoint &cp)
 {
 	// One pages file per GPU of the process (empty when it has no VRAM/GTT), as upstream writes
 	// them, holding that GPU's BOs in bucket order. BOs carry the id the process knows.
 	std::vector<GpuCopyJob> jobs;
-	for (const auto &dev : devices) {
-		GpuCopyJob job = copy_job(local_topology(), dev.user_gpu_id, dev.actual_gpu_id, bos);
+	for (const auto &dev : cp.devices) {
+		GpuCopyJob job = copy_job(local_topology(), dev.user_gpu_id, dev.actual_gpu_id, cp.bos);
 		if (!job.sizes.empty())
 			job.render_fd = render_fd(dev.actual_gpu_id);
 		jobs.push_back(std::move(job));
 	}
-	for (const CopyStats &s :
-	     copy_bo_contents(CopyDirection::to_image, jobs, image_dir_, id, options_.max_buffer_size))
-		pr_info("pid %u: saved %s", pid, describe(s).c_str());
+	for (const CopyStats &s : copier_.copy(CopyDirection::to_image, jobs, image_dir_, id, options_.max_buffer_size))
+		pr_info("pid %u: saved %s", cp.info.pid, describe(s).c_str());
+}
+
+// A failed dump leaves no image of this file for a restore to trust.
+void DumpSession::remove_images(uint32_t id, const Checkpoint &cp)
+{
+	image_dir_.remove(kfd_image_name(id));
+	for (const auto &dev : cp.devices)
+		image_dir_.remove(pages_image_name(id, dev.user_gpu_id));
 }
 
 void DumpSession::dump_render_node(uint32_t id, unsigned int minor)
@@ -232,18 +233,21 @@ void DumpSession::finish()
 		paused_.clear(); // closes this helper's copies of the fds, nothing more
 		return;
 	}
-	for (PausedProcess &p : paused_) {
-		if (const int ret = with_transient_retries([&] { return kfd::criu_unpause(p.fd.get()); }))
-			pr_err("pid %u: KFD UNPAUSE failed, its GPU queues may stay stopped: %s", p.pid,
-			       strerror(-ret));
-		else
-			pr_info("pid %u: queues resumed", p.pid);
-		if (p.host_pid)
-			guard_->resumed(p.host_pid);
-	}
+	for (PausedProcess &p : paused_)
+		resume(p);
 	paused_.clear();
 	if (guard_)
 		guard_->release();
+}
+
+void DumpSession::resume(PausedProcess &p)
+{
+	if (const int ret = with_transient_retries([&] { return driver_.criu_unpause(p.fd.get()); }))
+		pr_err("pid %u: KFD UNPAUSE failed, its GPU queues may stay stopped: %s", p.pid, strerror(-ret));
+	else
+		pr_info("pid %u: queues resumed", p.pid);
+	if (p.host_pid)
+		guard_->resumed(p.host_pid);
 }
 
 } // namespace amdgpu

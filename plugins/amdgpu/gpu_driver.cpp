@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "gpu_driver.hpp"
+
+#include "device_files.hpp"
+#include "error.hpp"
+
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+
+#include <cerrno>
+
+namespace amdgpu {
+
+namespace {
+
+class SystemGpuDriver final : public GpuDriver {
+public:
+	int open_device(const std::string &path) override
+	{
+		const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
+	}
+	std::string find_render_node(unsigned int minor, std::string *named_is) override
+	{
+		return find_char_device(kDriDir, strprintf("renderD%u", minor), makedev(kDrmMajor, minor), named_is);
+	}
+	std::string describe_render_nodes() override { return describe_char_devices(kDriDir); }
+
+	int get_version(int fd, kfd::Version &out) override { return kfd::get_version(fd, out); }
+	int criu_process_info(int fd, kfd::ProcessInfo &out) override { return kfd::criu_process_info(fd, out); }
+	int criu_checkpoint(int fd, const kfd::ProcessInfo &info, std::span<kfd_criu_device_bucket> devices,
+			    std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv_data) override
+	{
+		return kfd::criu_checkpoint(fd, info, devices, bos, priv_data);
+	}
+	int criu_unpause(int fd) override { return kfd::criu_unpause(fd); }
+	int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
+			 std::span<uint8_t> priv_data, uint32_t num_objects) override
+	{
+		return kfd::criu_restore(fd, devices, bos, priv_data, num_objects);
+	}
+	int criu_resume(int fd, uint32_t pid) override { return kfd::criu_resume(fd, pid); }
+};
+
+} // namespace
+
+GpuDriver &system_gpu_driver()
+{
+	static SystemGpuDriver driver;
+	return driver;
+}
+
+} // namespace amdgpu

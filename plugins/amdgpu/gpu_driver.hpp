@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// What the dump and restore sessions ask of the kernel: to open the GPU device files (/dev/kfd,
+// the render nodes) and KFD's CRIU operations on them. The sessions hold it by reference, so that
+// their every step, and every failure of a step, can be walked on a host without a GPU; the
+// production driver is the libc open() and the typed ioctl wrappers of kfd_ioctl.hpp.
+//
+// Every call returns what the wrapper returns: an fd or 0 on success, a negative errno on failure.
+// No call logs or throws: the session decides what a failure means.
+#pragma once
+
+#include "kfd_ioctl.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace amdgpu {
+
+class GpuDriver {
+public:
+	virtual ~GpuDriver() = default;
+
+	// A new read-write, close-on-exec fd of a device file (/dev/kfd or a render node).
+	virtual int open_device(const std::string &path) = 0;
+	// The render node of DRM minor `minor` in this mount namespace (find_char_device()), or empty
+	// with `*named_is` saying what its usual name is instead.
+	virtual std::string find_render_node(unsigned int minor, std::string *named_is) = 0;
+	// The character devices where render nodes live, for an error message.
+	virtual std::string describe_render_nodes() = 0;
+
+	virtual int get_version(int fd, kfd::Version &out) = 0;
+	virtual int criu_process_info(int fd, kfd::ProcessInfo &out) = 0;
+	virtual int criu_checkpoint(int fd, const kfd::ProcessInfo &info, std::span<kfd_criu_device_bucket> devices,
+				    std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv_data) = 0;
+	virtual int criu_unpause(int fd) = 0;
+	virtual int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
+				 std::span<uint8_t> priv_data, uint32_t num_objects) = 0;
+	virtual int criu_resume(int fd, uint32_t pid) = 0;
+};
+
+inline constexpr const char *kDriDir = "/dev/dri";
+
+// The kernel's: /dev/kfd, /dev/dri and the KFD ioctls.
+GpuDriver &system_gpu_driver();
+
+} // namespace amdgpu

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The dump of one /dev/kfd file, walked on the host with a fake kernel and copy engine: a dump
+// that succeeds leaves the kfd image and one pages image per GPU; a dump that fails at any step
+// leaves the task's queues resumed, no image of the file, no fd of the plugin's, and gives criu
+// the errno and a message naming the step that failed.
+#include "dump_session.hpp"
+
+#include "error.hpp"
+#include "metadata_images.hpp"
+#include "options.hpp"
+#include "support/fake_gpu.hpp"
+#include "support/temp_dir.hpp"
+#include "topology_fixtures.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace amdgpu {
+namespace {
+
+using test::FakeGpu;
+using test::Op;
+
+constexpr uint32_t kFileId = 11;
+
+std::vector<std::string> image_files(const std::filesystem::path &dir)
+{
+	std::vector<std::string> names;
+	for (const auto &e : std::filesystem::directory_iterator(dir))
+		names.push_back(e.path().filename().string());
+	std::sort(names.begin(), names.end());
+	return names;
+}
+
+class DumpSessionTest : public ::testing::Test {
+protected:
+	DumpSessionTest()
+	    : topology_dir(test::topology_fixture("mi210-2gpu-pcie")), topology(parse_topology(topology_dir)),
+	      gpu(topology)
+	{
+		gpu.pid = 4242;
+	}
+
+	// Dumps a task's /dev/kfd file (an eventfd stands for it) in a session that ends as criu's
+	// exit hook ends it; returns the error the hook would give criu, if any.
+	std::optional<Error> dump()
+	{
+		const std::set<int> before = test::open_fds();
+		std::optional<Error> error;
+		{
+			DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+			const int task_fd = eventfd(0, EFD_CLOEXEC);
+			try {
+				session.dump_kfd(task_fd, kFileId);
+			} catch (const Error &e) {
+				error = e;
+				dmabufs_left = gpu.still_open(Op::checkpoint);
+			}
+			close(task_fd);
+			session.finish();
+		}
+		fds_leaked = test::open_fds() != before;
+		return error;
+	}
+
+	Options options;
+	test::TempDir images;
+	std::filesystem::path topology_dir;
+	Topology topology;
+	FakeGpu gpu;
+	std::vector<int> dmabufs_left;
+	bool fds_leaked = false;
+};
+
+TEST_F(DumpSessionTest, SavesTheKfdImageAndOnePagesImagePerGpuAndResumesTheQueues)
+{
+	ASSERT_FALSE(dump());
+	std::vector<std::string> expected { kfd_image_name(kFileId) };
+	for (const Node *g : topology.gpus())
+		expected.push_back(pages_image_name(kFileId, g->gpu_id));
+	std::sort(expected.begin(), expected.end());
+	EXPECT_EQ(image_files(images.path()), expected);
+
+	const CriuKfdPtr msg = read_criu_kfd(ImageDir::files(images.fd()), kFileId);
+	EXPECT_EQ(msg->pid, gpu.pid);
+	EXPECT_EQ(msg->num_of_gpus, topology.gpus().size());
+	EXPECT_EQ(msg->n_bo_entries, 2 * topology.gpus().size() + 1);
+	EXPECT_EQ(msg->num_of_objects, 3u);
+	EXPECT_EQ(msg->priv_data.len, 64u);
+	EXPECT_TRUE(gpu.called(Op::unpause, gpu.paused_fd()));
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+	ASSERT_EQ(gpu.jobs.size(), topology.gpus().size());
+	for (const GpuCopyJob &job : gpu.jobs) {
+		EXPECT_EQ(job.sizes.size(), 2u);
+		EXPECT_GE(job.render_fd, 0);
+	}
+	EXPECT_FALSE(fds_leaked);
+}
+
+struct DumpFault {
+	Op op;
+	int nth;
+	const char *cause; // what the message criu logs must say
+	bool paused;	   // the queues were paused when it failed
+};
+
+void PrintTo(const DumpFault &f, std::ostream *os)
+{
+	*os << test::to_string(f.op) << "#" << f.nth;
+}
+
+class DumpFailsAt : public DumpSessionTest, public ::testing::WithParamInterface<DumpFault> {};
+
+TEST_P(DumpFailsAt, LeavesTheQueuesRunningNoImageAndNoFdAndNamesTheCause)
+{
+	const DumpFault &f = GetParam();
+	gpu.fail(f.op, -EIO, f.nth);
+	const std::optional<Error> error = dump();
+	ASSERT_TRUE(error) << "the dump succeeded";
+	EXPECT_EQ(error->err(), -EIO);
+	EXPECT_NE(std::string(error->what()).find(f.cause), std::string::npos) << error->what();
+
+	if (f.paused)
+		EXPECT_TRUE(gpu.called(Op::unpause, gpu.paused_fd())) << "the queues stay paused";
+	else
+		EXPECT_EQ(gpu.count(Op::unpause), 0) << "UNPAUSE of queues KFD never paused";
+	EXPECT_EQ(image_files(images.path()), std::vector<std::string>()) << "a failed dump left images";
+	EXPECT_FALSE(fds_leaked);
+	// What KFD installed for the copy (the dma-bufs) goes as soon as the dump fails; the
+	// session's own fds wait for criu's exit hook.
+	EXPECT_EQ(dmabufs_left, std::vector<int>());
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStep, DumpFailsAt,
+			 ::testing::Values(DumpFault { Op::open_kfd, 0, "cannot open /dev/kfd", false },
+					   DumpFault { Op::get_version, 0, "KFD GET_VERSION failed", false },
+					   DumpFault { Op::process_info, 0, "KFD PROCESS_INFO failed", false },
+					   DumpFault { Op::checkpoint, 0, "KFD CHECKPOINT failed for pid 4242", true },
+					   DumpFault { Op::open_render_node, 0, "cannot open /dev/dri/renderD", true },
+					   DumpFault { Op::open_render_node, 1, "cannot open /dev/dri/renderD", true },
+					   DumpFault { Op::copy, 0, "the copy engine failed", true },
+					   DumpFault { Op::copy, 1, "the copy engine failed", true }),
+			 [](const auto &info) {
+				 return std::string(test::to_string(info.param.op)) + std::to_string(info.param.nth);
+			 });
+
+TEST_F(DumpSessionTest, ImplausibleSizesFromProcessInfoFailTheDumpAndResumeTheQueues)
+{
+	gpu.pid = 7;
+	FakeGpu empty(Topology {});
+	empty.pid = 7;
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, empty, empty);
+		const int task_fd = eventfd(0, EFD_CLOEXEC);
+		try {
+			session.dump_kfd(task_fd, kFileId);
+			ADD_FAILURE() << "a process with no GPU was dumped";
+		} catch (const Error &e) {
+			EXPECT_EQ(e.err(), -EINVAL);
+			EXPECT_NE(std::string(e.what()).find("implausible sizes (0 GPUs"), std::string::npos)
+				<< e.what();
+		}
+		close(task_fd);
+	}
+	EXPECT_TRUE(empty.called(Op::unpause, empty.paused_fd()));
+}
+
+TEST_F(DumpSessionTest, AFailedUnpauseIsTriedAgainThenLoggedNotThrown)
+{
+	gpu.fail(Op::unpause, -EIO, FakeGpu::kEveryCall);
+	EXPECT_FALSE(dump());
+	EXPECT_EQ(gpu.count(Op::unpause), 3);
+}
+
+TEST_F(DumpSessionTest, ATransientUnpauseFailureIsTriedAgain)
+{
+	gpu.fail(Op::unpause, -EIO);
+	EXPECT_FALSE(dump());
+	EXPECT_EQ(gpu.count(Op::unpause), 2);
+}
+
+} // namespace
+} // namespace amdgpu

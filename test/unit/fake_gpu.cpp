@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "support/fake_gpu.hpp"
+
+#include "device_files.hpp"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+namespace amdgpu::test {
+
+const char *to_string(Op op)
+{
+	switch (op) {
+	case Op::open_kfd:
+		return "open_kfd";
+	case Op::open_render_node:
+		return "open_render_node";
+	case Op::get_version:
+		return "get_version";
+	case Op::process_info:
+		return "process_info";
+	case Op::checkpoint:
+		return "checkpoint";
+	case Op::unpause:
+		return "unpause";
+	case Op::restore:
+		return "restore";
+	case Op::resume:
+		return "resume";
+	case Op::copy:
+		return "copy";
+	}
+	return "?";
+}
+
+std::set<int> open_fds()
+{
+	std::set<int> fds;
+	for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd"))
+		fds.insert(std::stoi(e.path().filename().string()));
+	return fds;
+}
+
+FakeGpu::FakeGpu(const Topology &topology, uint64_t bo_size)
+{
+	uint64_t addr = 0x7f0000000000;
+	for (const Node *gpu : topology.gpus()) {
+		gpu_ids_.push_back(gpu->gpu_id);
+		for (int i = 0; i < 2; i++) {
+			kfd_criu_bo_bucket bo = {};
+			bo.addr = addr;
+			bo.size = bo_size;
+			bo.offset = addr >> 12;
+			bo.gpu_id = gpu->gpu_id;
+			bo.alloc_flags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM;
+			bos_.push_back(bo);
+			addr += bo_size;
+		}
+	}
+	if (gpu_ids_.empty())
+		return;
+	kfd_criu_bo_bucket user = {};
+	user.addr = addr;
+	user.size = 4096;
+	user.gpu_id = gpu_ids_.at(0);
+	user.alloc_flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR;
+	bos_.push_back(user);
+}
+
+int FakeGpu::call(Op op, int fd)
+{
+	calls_.push_back({ op, fd });
+	if (fail_op_ == op && (fail_nth_ == kEveryCall || count(op) == fail_nth_ + 1))
+		return fail_err_;
+	return 0;
+}
+
+int FakeGpu::new_fd(Op op)
+{
+	const int fd = eventfd(0, EFD_CLOEXEC);
+	if (fd < 0)
+		throw std::runtime_error("eventfd failed");
+	handed_out_.emplace_back(op, fd);
+	return fd;
+}
+
+bool FakeGpu::called(Op op, int fd) const
+{
+	return std::any_of(calls_.begin(), calls_.end(), [&](const Call &c) { return c.op == op && c.fd == fd; });
+}
+
+int FakeGpu::count(Op op) const
+{
+	return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), [&](const Call &c) { return c.op == op; }));
+}
+
+int FakeGpu::paused_fd() const
+{
+	for (const Call &c : calls_)
+		if (c.op == Op::process_info)
+			return c.fd;
+	return -1;
+}
+
+std::vector<int> FakeGpu::still_open(Op op) const
+{
+	std::vector<int> open;
+	for (const auto &[by, fd] : handed_out_)
+		if (by == op && fcntl(fd, F_GETFD) >= 0)
+			open.push_back(fd);
+	return open;
+}
+
+int FakeGpu::open_device(const std::string &path)
+{
+	const Op op = path == kKfdPath ? Op::open_kfd : Op::open_render_node;
+	if (const int ret = call(op, -1))
+		return ret;
+	return new_fd(op);
+}
+
+std::string FakeGpu::find_render_node(unsigned int minor, std::string *named_is)
+{
+	if (!hidden_minors_.count(minor))
+		return strprintf("%s/renderD%u", kDriDir, minor);
+	if (named_is)
+		*named_is = "absent";
+	return {};
+}
+
+int FakeGpu::get_version(int fd, kfd::Version &out)
+{
+	out = { kfd::kMinMajor, kfd::kMinMinor };
+	return call(Op::get_version, fd);
+}
+
+int FakeGpu::criu_process_info(int fd, kfd::ProcessInfo &out)
+{
+	if (const int ret = call(Op::process_info, fd))
+		return ret;
+	out = { pid, static_cast<uint32_t>(gpu_ids_.size()), static_cast<uint32_t>(bos_.size()), 3, 64 };
+	return 0;
+}
+
+int FakeGpu::criu_checkpoint(int fd, const kfd::ProcessInfo &, std::span<kfd_criu_device_bucket> devices,
+			     std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv_data)
+{
+	if (const int ret = call(Op::checkpoint, fd))
+		return ret;
+	for (size_t i = 0; i < devices.size(); i++)
+		devices[i] = { gpu_ids_[i], gpu_ids_[i], 0, 0 };
+	for (size_t i = 0; i < bos.size(); i++) {
+		bos[i] = bos_[i];
+		bos[i].dmabuf_fd =
+			bos_[i].alloc_flags & kfd::kContentMemFlags ? new_fd(Op::checkpoint) : KFD_INVALID_FD;
+	}
+	std::memset(priv_data.data(), 0x5a, priv_data.size());
+	return 0;
+}
+
+int FakeGpu::criu_unpause(int fd)
+{
+	return call(Op::unpause, fd);
+}
+
+int FakeGpu::criu_restore(int fd, std::span<kfd_criu_device_bucket>, std::span<kfd_criu_bo_bucket> bos,
+			  std::span<uint8_t>, uint32_t)
+{
+	if (const int ret = call(Op::restore, fd))
+		return ret;
+	for (auto &bo : bos) {
+		bo.restored_offset = bo.offset + 0x1000;
+		bo.dmabuf_fd = bo.alloc_flags & kfd::kContentMemFlags ? new_fd(Op::restore) : KFD_INVALID_FD;
+	}
+	return 0;
+}
+
+int FakeGpu::criu_resume(int fd, uint32_t)
+{
+	return call(Op::resume, fd);
+}
+
+// Writes (or reads) each GPU's pages image as the real copier does, with the BOs' bytes made up.
+std::vector<CopyStats> FakeGpu::copy(CopyDirection direction, std::span<const GpuCopyJob> given,
+				     const ImageDir &image_dir, uint32_t kfd_id, uint64_t)
+{
+	jobs.assign(given.begin(), given.end());
+	std::vector<CopyStats> stats;
+	for (const GpuCopyJob &job : given) {
+		uint64_t total = 0;
+		for (const uint64_t s : job.sizes)
+			total += s;
+		const std::string name = pages_image_name(kfd_id, job.image_gpu_id);
+		if (direction == CopyDirection::to_image) {
+			ImageWriter writer(image_dir, name, total);
+			writer.write(std::vector<uint8_t>(total, 0xa5));
+			writer.finish();
+		} else if (total) {
+			ImageReader reader(image_dir, name, total);
+			std::vector<uint8_t> bytes(total);
+			reader.read(bytes);
+		}
+		if (const int ret = call(Op::copy, job.render_fd))
+			throw Error(ret, strprintf("GPU 0x%04x: the copy engine failed", job.gpu_id));
+		stats.push_back({ direction, job.gpu_id, total, total, 0, 0, 0, 0 });
+	}
+	return stats;
+}
+
+} // namespace amdgpu::test

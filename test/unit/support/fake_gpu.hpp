@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// A fake kernel and a fake copy engine for the dump and restore sessions: every call is recorded
+// in order, any one of them can be made to fail, and every fd they hand out is a real one (an
+// eventfd) so that a test sees which the sessions leave open.
+#pragma once
+
+#include "bo_transfer.hpp"
+#include "error.hpp"
+#include "gpu_driver.hpp"
+#include "image_store.hpp"
+#include "topology.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace amdgpu::test {
+
+enum class Op {
+	open_kfd,
+	open_render_node,
+	get_version,
+	process_info,
+	checkpoint,
+	unpause,
+	restore,
+	resume,
+	copy,
+};
+
+const char *to_string(Op op);
+
+// The fds of this process, by number.
+std::set<int> open_fds();
+
+class FakeGpu : public GpuDriver, public ContentCopier {
+public:
+	// The GPUs of `topology`, each with two VRAM BOs of `bo_size` bytes, and one BO of user memory
+	// (no contents to copy) on the first.
+	explicit FakeGpu(const Topology &topology, uint64_t bo_size = 1 << 16);
+
+	// Makes the `nth` call (0: the first; kEveryCall: all) of `op` fail with `err`.
+	static constexpr int kEveryCall = -1;
+	void fail(Op op, int err = -EIO, int nth = 0)
+	{
+		fail_op_ = op;
+		fail_err_ = err;
+		fail_nth_ = nth;
+	}
+	// A render node this mount namespace lacks.
+	void hide_render_node(unsigned int minor) { hidden_minors_.insert(minor); }
+
+	struct Call {
+		Op op;
+		int fd;
+	};
+	const std::vector<Call> &calls() const { return calls_; }
+	bool called(Op op, int fd) const;
+	int count(Op op) const;
+	// The fd PROCESS_INFO paused (or -1).
+	int paused_fd() const;
+	// The fds `op` handed out (CHECKPOINT and RESTORE: dma-bufs) that are open. A number the
+	// process reused since counts too: ask before anything else is opened.
+	std::vector<int> still_open(Op op) const;
+	std::vector<GpuCopyJob> jobs; // what the last copy was given
+	uint32_t pid = 0;	      // PROCESS_INFO's and CHECKPOINT's pid
+
+	int open_device(const std::string &path) override;
+	std::string find_render_node(unsigned int minor, std::string *named_is) override;
+	std::string describe_render_nodes() override { return "renderD128 (226:128)"; }
+	int get_version(int fd, kfd::Version &out) override;
+	int criu_process_info(int fd, kfd::ProcessInfo &out) override;
+	int criu_checkpoint(int fd, const kfd::ProcessInfo &info, std::span<kfd_criu_device_bucket> devices,
+			    std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv_data) override;
+	int criu_unpause(int fd) override;
+	int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
+			 std::span<uint8_t> priv_data, uint32_t num_objects) override;
+	int criu_resume(int fd, uint32_t pid) override;
+	std::vector<CopyStats> copy(CopyDirection direction, std::span<const GpuCopyJob> jobs,
+				    const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size) override;
+
+private:
+	// Records the call; its injected failure, or 0.
+	int call(Op op, int fd);
+	int new_fd(Op op);
+
+	std::vector<uint32_t> gpu_ids_;
+	std::vector<kfd_criu_bo_bucket> bos_;
+	std::vector<Call> calls_;
+	std::vector<std::pair<Op, int>> handed_out_;
+	std::set<unsigned int> hidden_minors_;
+	std::optional<Op> fail_op_;
+	int fail_err_ = -EIO;
+	int fail_nth_ = 0;
+};
+
+} // namespace amdgpu::test
