@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -840,6 +842,60 @@ TEST(TopologyImage, ReaderRejectsEntryCountsOutOfBoundsAndApus)
 	Entries no_id;
 	no_id.add_cpu(0).has_node_id = false;
 	EXPECT_EQ(no_id.error(), "amdgpu-kfd-7.img: device entry 0 has no node_id");
+}
+
+// The emulator's models (test/emu/emu_main.c, kernel C) and the fixtures' (topology_fixtures.cpp)
+// describe the same parts: every value both have must be the same. The emulator's table is read
+// as text: `static const struct emu_model model_<name> = { .field = value, ... };`.
+std::map<std::string, std::map<std::string, std::string>> emulator_models()
+{
+	const std::string source = slurp("test/emu/emu_main.c");
+	const std::regex model(R"(static const struct emu_model model_(\w+) = \{([^;]*)\};)");
+	const std::regex field(R"re(\.(\w+) = ("[^"]*"|0x[0-9a-fA-F]+|[0-9]+)[,\s])re");
+	std::map<std::string, std::map<std::string, std::string>> out;
+	for (std::sregex_iterator m(source.begin(), source.end(), model), end; m != end; ++m) {
+		const std::string body = (*m)[2];
+		auto &fields = out[(*m)[1]];
+		for (std::sregex_iterator f(body.begin(), body.end(), field); f != end; ++f)
+			fields[(*f)[1]] = (*f)[2];
+	}
+	return out;
+}
+
+TEST(GpuModels, EmulatorAndFixturesDescribeEachPartAlike)
+{
+	const auto emulator = emulator_models();
+	ASSERT_FALSE(emulator.empty()) << "no emu_model found in test/emu/emu_main.c (run from the repository root)";
+	for (const auto &[name, fixture] : test::gpu_models()) {
+		SCOPED_TRACE("model " + name);
+		ASSERT_TRUE(emulator.count(name)) << "test/emu/emu_main.c has no model_" << name;
+		const auto &emu = emulator.at(name);
+		const auto number = [&](const char *key) -> uint64_t {
+			const auto it = emu.find(key);
+			return it == emu.end() ? ~0ull : std::stoull(it->second, nullptr, 0);
+		};
+		EXPECT_EQ(emu.count("asic") ? emu.at("asic") : "", "\"" + std::string(fixture.asic) + "\"");
+		EXPECT_EQ(number("device_id"), fixture.device_id);
+		EXPECT_EQ(number("gfx_target_version"), fixture.gfx_target_version);
+		EXPECT_EQ(number("simd_count"), fixture.simd_count);
+		EXPECT_EQ(number("array_count"), fixture.array_count);
+		EXPECT_EQ(number("cu_per_simd_array"), fixture.cu_per_simd_array);
+		EXPECT_EQ(number("max_waves_per_simd"), fixture.max_waves_per_simd);
+		EXPECT_EQ(number("max_engine_clk_fcompute"), fixture.max_engine_clk_fcompute);
+		EXPECT_EQ(number("num_sdma_engines"), fixture.num_sdma_engines);
+		EXPECT_EQ(number("num_sdma_xgmi_engines"), fixture.num_sdma_xgmi_engines);
+		EXPECT_EQ(number("fw_version"), fixture.fw_version);
+		EXPECT_EQ(number("sdma_fw_version"), fixture.sdma_fw_version);
+		EXPECT_EQ(number("vram_width"), fixture.mem_width);
+		EXPECT_EQ(number("mem_clk_max"), fixture.mem_clk_max);
+		// The emulator's CPX preset is one OAM in NPS1 (the HBM shared by its 8 partitions), the
+		// fixture's CPX tree NPS4 (a quarter each): the same part, memory split another way.
+		if (name != "gfx942_cpx") {
+			EXPECT_EQ(number("vram_mb") << 20, fixture.hbm_size);
+		}
+		// Not compared: capability (the emulator leaves out what it does not emulate, SVM) and
+		// caches_count (the emulator derives it from its cache table).
+	}
 }
 
 } // namespace
