@@ -252,7 +252,16 @@ int bo_free(int kfd, uint64_t handle)
 	return kfd_ioctl(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &a);
 }
 
-int bo_map(int kfd, uint64_t handle, const uint32_t *ids, uint32_t n, uint32_t *n_success)
+/*
+ * MAP_MEMORY_TO_GPU and UNMAP_MEMORY_FROM_GPU take the same arguments, one
+ * layout under two names; n_success goes in and comes back.
+ */
+_Static_assert(sizeof(struct kfd_ioctl_map_memory_to_gpu_args) ==
+		       sizeof(struct kfd_ioctl_unmap_memory_from_gpu_args),
+	       "MAP and UNMAP_MEMORY take one layout");
+
+static int bo_map_ioctl(int kfd, unsigned long req, uint64_t handle, const uint32_t *ids, uint32_t n,
+			uint32_t *n_success)
 {
 	struct kfd_ioctl_map_memory_to_gpu_args a = {
 		.handle = handle,
@@ -260,26 +269,21 @@ int bo_map(int kfd, uint64_t handle, const uint32_t *ids, uint32_t n, uint32_t *
 		.n_devices = n,
 		.n_success = n_success ? *n_success : 0,
 	};
-	int r = kfd_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &a);
+	int r = kfd_ioctl(kfd, req, &a);
 
 	if (n_success)
 		*n_success = a.n_success;
 	return r;
 }
 
+int bo_map(int kfd, uint64_t handle, const uint32_t *ids, uint32_t n, uint32_t *n_success)
+{
+	return bo_map_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle, ids, n, n_success);
+}
+
 int bo_unmap(int kfd, uint64_t handle, const uint32_t *ids, uint32_t n, uint32_t *n_success)
 {
-	struct kfd_ioctl_unmap_memory_from_gpu_args a = {
-		.handle = handle,
-		.device_ids_array_ptr = (uint64_t)(uintptr_t)ids,
-		.n_devices = n,
-		.n_success = n_success ? *n_success : 0,
-	};
-	int r = kfd_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &a);
-
-	if (n_success)
-		*n_success = a.n_success;
-	return r;
+	return bo_map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, ids, n, n_success);
 }
 
 void *bo_cpu_map(int render_fd, uint64_t offset, uint64_t size, int prot, int flags)
