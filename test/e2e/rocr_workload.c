@@ -275,12 +275,15 @@ static void *stream_main(void *p)
 	return NULL;
 }
 
-/* Waits until every stream completed @more rounds beyond @base, up to @timeout_ms. */
-static void await_rounds(struct workload *w, struct wl_report *r, const uint64_t *base, uint64_t more,
-			 unsigned int timeout_ms, const char *why)
+/* Waits until every stream completed @more rounds beyond those done now, up to @timeout_ms. */
+static void await_rounds(struct workload *w, struct wl_report *r, uint64_t more, unsigned int timeout_ms,
+			 const char *why)
 {
 	const uint64_t end = now_ms() + timeout_ms;
+	uint64_t base[WL_MAX_GPUS * STREAMS_PER_GPU];
 
+	for (unsigned int i = 0; i < w->n_streams; i++)
+		base[i] = atomic_load(&w->streams[i].rounds);
 	for (unsigned int i = 0; i < w->n_streams; i++) {
 		struct stream *s = &w->streams[i];
 
@@ -301,11 +304,8 @@ static void await_rounds(struct workload *w, struct wl_report *r, const uint64_t
 static void verify(void *ctx, struct wl_report *r)
 {
 	struct workload *w = ctx;
-	uint64_t base[WL_MAX_GPUS * STREAMS_PER_GPU];
 
-	for (unsigned int i = 0; i < w->n_streams; i++)
-		base[i] = atomic_load(&w->streams[i].rounds);
-	await_rounds(w, r, base, VERIFY_ROUNDS, VERIFY_WAIT_MS, "copy rounds complete");
+	await_rounds(w, r, VERIFY_ROUNDS, VERIFY_WAIT_MS, "copy rounds complete");
 	for (unsigned int i = 0; i < w->n_streams; i++) {
 		struct stream *s = &w->streams[i];
 
@@ -319,11 +319,8 @@ static void verify(void *ctx, struct wl_report *r)
 static void heartbeat(void *ctx, struct wl_report *r)
 {
 	struct workload *w = ctx;
-	uint64_t base[WL_MAX_GPUS * STREAMS_PER_GPU];
 
-	for (unsigned int i = 0; i < w->n_streams; i++)
-		base[i] = atomic_load(&w->streams[i].rounds);
-	await_rounds(w, r, base, 1, w->opts.hb_timeout_ms, "copy rounds run");
+	await_rounds(w, r, 1, w->opts.hb_timeout_ms, "copy rounds run");
 }
 
 static void teardown(void *ctx)
