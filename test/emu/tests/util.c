@@ -391,50 +391,54 @@ bool stays_still(volatile uint64_t *p, int window_ms, uint64_t *before, uint64_t
 	return *before == *after;
 }
 
-int send_fd(int sock, int fd)
-{
-	char byte = 'F';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+/* One byte over a unix socket with room for one fd beside it (SCM_RIGHTS). */
+struct fd_msg {
+	char byte;
+	struct iovec iov;
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	struct msghdr msg;
+};
 
-	memset(u.buf, 0, sizeof(u.buf));
+static void fd_msg_init(struct fd_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->byte = 'F';
+	m->iov = (struct iovec){ .iov_base = &m->byte, .iov_len = 1 };
+	m->msg = (struct msghdr){
+		.msg_iov = &m->iov,
+		.msg_iovlen = 1,
+		.msg_control = m->u.buf,
+		.msg_controllen = sizeof(m->u.buf),
+	};
+}
+
+int send_fd(int sock, int fd)
+{
+	struct fd_msg m;
+	struct cmsghdr *c;
+
+	fd_msg_init(&m);
+	c = CMSG_FIRSTHDR(&m.msg);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
+	return sendmsg(sock, &m.msg, 0) == 1 ? 0 : -errno;
 }
 
 int recv_fd(int sock)
 {
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf),
-	};
+	struct fd_msg m;
 	struct cmsghdr *c;
 	int fd;
 
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+	fd_msg_init(&m);
+	if (recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC) != 1)
 		return -EIO;
-	c = CMSG_FIRSTHDR(&msg);
+	c = CMSG_FIRSTHDR(&m.msg);
 	if (!c || c->cmsg_type != SCM_RIGHTS)
 		return -EIO;
 	memcpy(&fd, CMSG_DATA(c), sizeof(int));
