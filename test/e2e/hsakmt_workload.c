@@ -79,6 +79,7 @@ struct ctx {
 	unsigned int n_bos, cap_bos;
 	uint64_t seed;
 	HsaEvent *ev_auto, *ev_manual, *ev_signaled;
+	struct wl_heartbeat hb[WL_MAX_GPUS]; /* each GPU's AQL queue */
 	bool opened;
 };
 
@@ -329,11 +330,6 @@ static int events_setup(struct ctx *c)
 	return 0;
 }
 
-static volatile uint64_t *rptr_of(const struct gpu *g)
-{
-	return (volatile uint64_t *)(uintptr_t)g->q.QueueRptrValue;
-}
-
 static int queue_setup(struct ctx *c, unsigned int gi)
 {
 	struct gpu *g = &c->gpu[gi];
@@ -359,6 +355,8 @@ static int queue_setup(struct ctx *c, unsigned int gi)
 		wl_err("hsaKmtCreateQueue(node %u, AQL): %s (%d)", g->n.node, status_name(s), s);
 		return WL_EXIT_SETUP;
 	}
+	c->hb[gi].name = g->hb_name;
+	c->hb[gi].rptr = (volatile uint64_t *)(uintptr_t)g->q.QueueRptrValue;
 	return 0;
 }
 
@@ -550,14 +548,8 @@ static void verify_queues(struct ctx *c, struct wl_report *r)
 static void heartbeat(void *arg, struct wl_report *r)
 {
 	struct ctx *c = arg;
-	struct wl_heartbeat hb[WL_MAX_GPUS];
-	unsigned int i;
 
-	for (i = 0; i < c->n_gpus; i++) {
-		hb[i].name = c->gpu[i].hb_name;
-		hb[i].rptr = rptr_of(&c->gpu[i]);
-	}
-	wl_check_heartbeats(r, hb, c->n_gpus, c->o.hb_timeout_ms);
+	wl_check_heartbeats(r, c->hb, c->n_gpus, c->o.hb_timeout_ms);
 }
 
 static void verify(void *arg, struct wl_report *r)

@@ -119,6 +119,7 @@ struct ctx {
 	uint64_t seed;
 	uint64_t va_lo, va_hi; /* the GPUVM aperture all GPUs share */
 	uint32_t ev_auto, ev_manual, ev_signaled;
+	struct wl_heartbeat hb[WL_MAX_GPUS]; /* each GPU's queue */
 	int events;
 };
 
@@ -377,30 +378,35 @@ static int alloc_bo(struct ctx *c, unsigned int gi, enum bo_kind kind, uint64_t 
 	return (int)(c->n_bos - 1);
 }
 
-/* The gpu_ids of the GPUs in mask @gpus into @ids; returns their number. */
-static uint32_t gpu_ids(const struct ctx *c, uint32_t gpus, uint32_t *ids)
-{
-	uint32_t n = 0;
-	unsigned int i;
-
-	for (i = 0; i < WL_MAX_GPUS; i++)
-		if (gpus & (1u << i))
-			ids[n++] = c->gpu[i].n.gpu_id;
-	return n;
-}
-
-static int map_bo(struct ctx *c, struct bo *bo, uint32_t gpus)
+/*
+ * MAP_MEMORY_TO_GPU or UNMAP_MEMORY_FROM_GPU (@req: one argument layout under
+ * two names) of @bo on the GPUs in mask @gpus; *@n_success as KFD counts it.
+ */
+static int map_ioctl(struct ctx *c, unsigned long req, const struct bo *bo, uint32_t gpus, uint32_t *n_success)
 {
 	uint32_t ids[WL_MAX_GPUS];
 	struct kfd_ioctl_map_memory_to_gpu_args args = {
 		.handle = bo->handle,
 		.device_ids_array_ptr = (uintptr_t)ids,
-		.n_devices = gpu_ids(c, gpus, ids),
 	};
+	unsigned int i;
 	int ret;
 
-	ret = kfd_ioctl(c->kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &args);
-	if (!ret && args.n_success != args.n_devices)
+	_Static_assert(sizeof(args) == sizeof(struct kfd_ioctl_unmap_memory_from_gpu_args), "one layout");
+	for (i = 0; i < WL_MAX_GPUS; i++)
+		if (gpus & (1u << i))
+			ids[args.n_devices++] = c->gpu[i].n.gpu_id;
+	ret = kfd_ioctl(c->kfd, req, &args);
+	*n_success = args.n_success;
+	return ret;
+}
+
+static int map_bo(struct ctx *c, struct bo *bo, uint32_t gpus)
+{
+	uint32_t n;
+	int ret = map_ioctl(c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, bo, gpus, &n);
+
+	if (!ret && n != (uint32_t)__builtin_popcount(gpus))
 		ret = -EIO;
 	if (!ret)
 		bo->mapped |= gpus;
@@ -409,17 +415,11 @@ static int map_bo(struct ctx *c, struct bo *bo, uint32_t gpus)
 
 static int unmap_bo(struct ctx *c, struct bo *bo, uint32_t gpus, uint32_t *n_success)
 {
-	uint32_t ids[WL_MAX_GPUS];
-	struct kfd_ioctl_unmap_memory_from_gpu_args args = {
-		.handle = bo->handle,
-		.device_ids_array_ptr = (uintptr_t)ids,
-		.n_devices = gpu_ids(c, gpus, ids),
-	};
-	int ret;
+	uint32_t n;
+	int ret = map_ioctl(c, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, bo, gpus, &n);
 
-	ret = kfd_ioctl(c->kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &args);
 	if (n_success)
-		*n_success = args.n_success;
+		*n_success = n;
 	if (!ret)
 		bo->mapped &= ~gpus;
 	return ret;
@@ -583,11 +583,6 @@ static void cwsr_sizes(struct gpu *g)
 	g->ctx_save_size = g->ctl_stack_size + (uint32_t)wl_align((uint64_t)cus * per_cu, WL_PAGE);
 }
 
-static volatile uint64_t *rptr_of(struct ctx *c, const struct gpu *g)
-{
-	return (volatile uint64_t *)(uintptr_t)(c->bos[g->qctl].va + QCTL_RPTR);
-}
-
 static int queue_setup(struct ctx *c, unsigned int gi)
 {
 	struct gpu *g = &c->gpu[gi];
@@ -607,6 +602,8 @@ static int queue_setup(struct ctx *c, unsigned int gi)
 				F_USERPTR | F_WRITABLE | F_EXEC | F_NO_SUBST | F_COHERENT, own);
 	if (g->qctl < 0 || g->eop < 0 || g->cwsr < 0)
 		return WL_EXIT_SETUP;
+	c->hb[gi].name = g->hb_name;
+	c->hb[gi].rptr = (volatile uint64_t *)(uintptr_t)(c->bos[g->qctl].va + QCTL_RPTR);
 
 	args.ring_base_address = c->bos[g->ring].va;
 	args.ring_size = RING_SIZE;
@@ -864,14 +861,8 @@ static void verify_queues(struct ctx *c, struct wl_report *r)
 static void heartbeat(void *arg, struct wl_report *r)
 {
 	struct ctx *c = arg;
-	struct wl_heartbeat hb[WL_MAX_GPUS];
-	unsigned int i;
 
-	for (i = 0; i < c->n_gpus; i++) {
-		hb[i].name = c->gpu[i].hb_name;
-		hb[i].rptr = rptr_of(c, &c->gpu[i]);
-	}
-	wl_check_heartbeats(r, hb, c->n_gpus, c->o.hb_timeout_ms);
+	wl_check_heartbeats(r, c->hb, c->n_gpus, c->o.hb_timeout_ms);
 }
 
 static void verify(void *arg, struct wl_report *r)

@@ -106,27 +106,33 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static bool global_pool(hsa_amd_memory_pool_t pool)
+{
+	hsa_amd_segment_t seg;
+
+	return hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &seg) == HSA_STATUS_SUCCESS &&
+	       seg == HSA_AMD_SEGMENT_GLOBAL;
+}
+
+/* A GPU's VRAM: its first global pool. */
 static hsa_status_t vram_pool(hsa_amd_memory_pool_t pool, void *data)
 {
 	struct gpu *g = data;
-	hsa_amd_segment_t seg;
 
-	if (!g->has_vram && hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &seg) == 0 &&
-	    seg == HSA_AMD_SEGMENT_GLOBAL) {
+	if (!g->has_vram && global_pool(pool)) {
 		g->vram = pool;
 		g->has_vram = true;
 	}
 	return HSA_STATUS_SUCCESS;
 }
 
+/* System memory: the CPU's first fine-grained global pool. */
 static hsa_status_t system_pool(hsa_amd_memory_pool_t pool, void *data)
 {
 	struct workload *w = data;
-	hsa_amd_segment_t seg;
 	uint32_t flags = 0;
 
-	if (w->has_sys || hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &seg) != 0 ||
-	    seg != HSA_AMD_SEGMENT_GLOBAL)
+	if (w->has_sys || !global_pool(pool))
 		return HSA_STATUS_SUCCESS;
 	hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
 	if (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED) {
