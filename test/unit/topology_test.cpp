@@ -746,11 +746,18 @@ struct Entries {
 	}
 };
 
-TEST(TopologyImage, MissingOptionalFieldsReadAsZero)
+// Node 0 a CPU, node 1 the GPU `gpu_id`: the smallest machine, for a test to add to or spoil.
+Entries cpu_and_gpu(uint32_t gpu_id)
 {
 	Entries e;
 	e.add_cpu(0);
-	e.add_gpu(1, 0x4f1e);
+	e.add_gpu(1, gpu_id);
+	return e;
+}
+
+TEST(TopologyImage, MissingOptionalFieldsReadAsZero)
+{
+	Entries e = cpu_and_gpu(0x4f1e);
 	e.link(1, 2, 0);
 	const Topology t = e.read();
 	ASSERT_EQ(t.gpus().size(), 1u);
@@ -785,10 +792,8 @@ TEST(TopologyImage, ReaderRejectsGpuWithoutGpuId)
 
 TEST(TopologyImage, ReaderRejectsGpuIdOutOfRange)
 {
-	Entries e;
-	e.add_cpu(0);
-	e.add_gpu(1, 0x10000);
-	EXPECT_EQ(e.error(), "amdgpu-kfd-7.img: GPU node 1 has gpu_id 0x10000, out of range (1 to 0xffff)");
+	EXPECT_EQ(cpu_and_gpu(0x10000).error(),
+		  "amdgpu-kfd-7.img: GPU node 1 has gpu_id 0x10000, out of range (1 to 0xffff)");
 	Entries z;
 	z.add_gpu(1, 0);
 	EXPECT_EQ(z.error(), "amdgpu-kfd-7.img: GPU node 1 has gpu_id 0x0, out of range (1 to 0xffff)");
@@ -808,15 +813,11 @@ TEST(TopologyImage, ReaderRejectsDuplicates)
 
 TEST(TopologyImage, ReaderRejectsLinksOutOfRangeOrOfUnknownType)
 {
-	Entries far;
-	far.add_cpu(0);
-	far.add_gpu(1, 0x10);
+	Entries far = cpu_and_gpu(0x10);
 	far.link(1, 2, 5);
 	EXPECT_EQ(far.error(),
 		  "amdgpu-kfd-7.img: io link 0 of node 1 leads to node 5, which the image does not describe");
-	Entries type;
-	type.add_cpu(0);
-	type.add_gpu(1, 0x10);
+	Entries type = cpu_and_gpu(0x10);
 	type.link(1, 1, 0);
 	EXPECT_EQ(type.error(),
 		  "amdgpu-kfd-7.img: io link 0 of node 1 has type 1 (expected 2 for PCIe or 11 for xGMI)");
