@@ -876,19 +876,24 @@ TEST(GpuModels, EmulatorAndFixturesDescribeEachPartAlike)
 			return it == emu.end() ? ~0ull : std::stoull(it->second, nullptr, 0);
 		};
 		EXPECT_EQ(emu.count("asic") ? emu.at("asic") : "", "\"" + std::string(fixture.asic) + "\"");
-		EXPECT_EQ(number("device_id"), fixture.device_id);
-		EXPECT_EQ(number("gfx_target_version"), fixture.gfx_target_version);
-		EXPECT_EQ(number("simd_count"), fixture.simd_count);
-		EXPECT_EQ(number("array_count"), fixture.array_count);
-		EXPECT_EQ(number("cu_per_simd_array"), fixture.cu_per_simd_array);
-		EXPECT_EQ(number("max_waves_per_simd"), fixture.max_waves_per_simd);
-		EXPECT_EQ(number("max_engine_clk_fcompute"), fixture.max_engine_clk_fcompute);
-		EXPECT_EQ(number("num_sdma_engines"), fixture.num_sdma_engines);
-		EXPECT_EQ(number("num_sdma_xgmi_engines"), fixture.num_sdma_xgmi_engines);
-		EXPECT_EQ(number("fw_version"), fixture.fw_version);
-		EXPECT_EQ(number("sdma_fw_version"), fixture.sdma_fw_version);
-		EXPECT_EQ(number("vram_width"), fixture.mem_width);
-		EXPECT_EQ(number("mem_clk_max"), fixture.mem_clk_max);
+		// emulator field, fixture value
+		const std::pair<const char *, uint64_t> same[] = {
+			{ "device_id", fixture.device_id },
+			{ "gfx_target_version", fixture.gfx_target_version },
+			{ "simd_count", fixture.simd_count },
+			{ "array_count", fixture.array_count },
+			{ "cu_per_simd_array", fixture.cu_per_simd_array },
+			{ "max_waves_per_simd", fixture.max_waves_per_simd },
+			{ "max_engine_clk_fcompute", fixture.max_engine_clk_fcompute },
+			{ "num_sdma_engines", fixture.num_sdma_engines },
+			{ "num_sdma_xgmi_engines", fixture.num_sdma_xgmi_engines },
+			{ "fw_version", fixture.fw_version },
+			{ "sdma_fw_version", fixture.sdma_fw_version },
+			{ "vram_width", fixture.mem_width },
+			{ "mem_clk_max", fixture.mem_clk_max },
+		};
+		for (const auto &[key, value] : same)
+			EXPECT_EQ(number(key), value) << key;
 		// The emulator's CPX preset is one OAM in NPS1 (the HBM shared by its 8 partitions), the
 		// fixture's CPX tree NPS4 (a quarter each): the same part, memory split another way.
 		if (name != "gfx942_cpx") {
