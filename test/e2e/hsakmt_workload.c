@@ -79,6 +79,7 @@ struct ctx {
 	unsigned int n_bos, cap_bos;
 	uint64_t seed;
 	HsaEvent *ev_auto, *ev_manual, *ev_signaled;
+	struct wl_heartbeat hb[WL_MAX_GPUS]; /* each GPU's AQL queue */
 	bool opened;
 };
 
@@ -120,18 +121,11 @@ static int open_kfd(struct ctx *c)
 	HsaSystemProperties sys;
 	HSAKMT_STATUS s;
 	unsigned int n_nodes, i, node;
-	int n;
+	int ret;
 
-	n = wl_gpu_nodes(nodes, WL_MAX_GPUS, &n_nodes);
-	if (n <= 0) {
-		wl_err("no GPU node in %s", WL_TOPOLOGY);
-		return WL_EXIT_SKIP;
-	}
-	c->n_gpus = c->o.gpus ? c->o.gpus : (unsigned int)n;
-	if (c->n_gpus > (unsigned int)n) {
-		wl_err("%u GPUs asked for, the topology has %d", c->n_gpus, n);
-		return WL_EXIT_SKIP;
-	}
+	ret = wl_pick_gpus(&c->o, nodes, &c->n_gpus, &n_nodes);
+	if (ret)
+		return ret;
 
 	s = hsaKmtOpenKFD();
 	if (s != HSAKMT_STATUS_SUCCESS) {
@@ -177,17 +171,7 @@ static int open_kfd(struct ctx *c)
 
 static struct bo *new_bo(struct ctx *c)
 {
-	if (c->n_bos == c->cap_bos) {
-		unsigned int cap = c->cap_bos ? c->cap_bos * 2 : 32;
-		struct bo *n = realloc(c->bos, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		c->bos = n;
-		c->cap_bos = cap;
-	}
-	memset(&c->bos[c->n_bos], 0, sizeof(c->bos[0]));
-	return &c->bos[c->n_bos];
+	return wl_array_slot((void **)&c->bos, c->n_bos, &c->cap_bos, sizeof(*c->bos));
 }
 
 static HSAKMT_STATUS map_bo(struct ctx *c, struct bo *bo)
@@ -263,20 +247,15 @@ static void *map_nohost(const struct bo *bo, unsigned int minor, uint64_t offset
 
 static int content_bos(struct ctx *c, unsigned int gi)
 {
-	uint64_t total = (uint64_t)c->o.vram_mb[gi] << 20, max = (uint64_t)c->o.bo_mb << 20;
-	uint64_t n, base, done = 0, offset;
+	unsigned int i, n = wl_content_bos(&c->o, gi);
 	struct gpu *g = &c->gpu[gi];
+	uint64_t offset;
 	HsaMemFlags f;
-	unsigned int i;
 	int idx;
 
-	n = (total + max - 1) / max;
-	if (n < 2)
-		n = 2;
-	base = total / n & ~(WL_PAGE - 1);
 	for (i = 0; i < n; i++) {
 		bool nohost = i & 1;
-		uint64_t size = i == n - 1 ? total - done : base;
+		uint64_t size = wl_content_bo_size(&c->o, gi, i);
 		struct bo *bo;
 
 		f.Value = 0;
@@ -305,7 +284,6 @@ static int content_bos(struct ctx *c, unsigned int gi)
 		} else {
 			wl_fill(bo->va, size, c->seed, (uint32_t)idx);
 		}
-		done += size;
 	}
 
 	/* system memory: node 0; the thunk puts GTT on the first GPU */
@@ -352,11 +330,6 @@ static int events_setup(struct ctx *c)
 	return 0;
 }
 
-static volatile uint64_t *rptr_of(const struct gpu *g)
-{
-	return (volatile uint64_t *)(uintptr_t)g->q.QueueRptrValue;
-}
-
 static int queue_setup(struct ctx *c, unsigned int gi)
 {
 	struct gpu *g = &c->gpu[gi];
@@ -382,6 +355,8 @@ static int queue_setup(struct ctx *c, unsigned int gi)
 		wl_err("hsaKmtCreateQueue(node %u, AQL): %s (%d)", g->n.node, status_name(s), s);
 		return WL_EXIT_SETUP;
 	}
+	c->hb[gi].name = g->hb_name;
+	c->hb[gi].rptr = (volatile uint64_t *)(uintptr_t)g->q.QueueRptrValue;
 	return 0;
 }
 
@@ -468,32 +443,21 @@ static void verify_bo(struct ctx *c, unsigned int i, struct wl_report *r)
 {
 	const struct bo *bo = &c->bos[i];
 	const struct kind_info *k = &kinds[bo->kind];
-	uint64_t va = (uint64_t)(uintptr_t)bo->va, offset;
-	struct wl_vma v;
 	char name[160];
-	void *p;
+	const struct wl_bo_view view = {
+		.name = name,
+		.va = (uint64_t)(uintptr_t)bo->va,
+		.size = bo->size,
+		.backing = k->backing,
+		.perms = k->perms,
+		.content = k->content,
+		.index = i,
+		.seed = c->seed,
+		.render_fd = -1, /* the thunk's own render file is among our fds */
+	};
 
 	bo_name(c, i, name, sizeof(name));
-	if (!wl_check_mapping(r, name, va, bo->size, k->backing, k->perms, &v))
-		return;
-	if (!k->content)
-		return;
-	if (bo->kind != BO_VRAM_NOHOST) {
-		wl_check_pattern(r, name, bo->va, bo->size, c->seed, i);
-		return;
-	}
-	/* restore gives it a new offset, and maybe another render node */
-	offset = wl_vma_offset(&v, va);
-	p = map_nohost(bo, (unsigned int)wl_vma_render_minor(&v), offset);
-	if (!p) {
-		wl_fail(r,
-			"%s: cannot map it through any open file of %s at its current offset"
-			" 0x%" PRIx64 ": %s",
-			name, v.path, offset, strerror(errno));
-		return;
-	}
-	wl_check_pattern(r, name, p, bo->size, c->seed, i);
-	munmap(p, bo->size);
+	wl_check_bo(r, &view);
 }
 
 /*
@@ -581,16 +545,11 @@ static void verify_queues(struct ctx *c, struct wl_report *r)
 	}
 }
 
-static void check_heartbeats(struct ctx *c, struct wl_report *r)
+static void heartbeat(void *arg, struct wl_report *r)
 {
-	struct wl_heartbeat hb[WL_MAX_GPUS];
-	unsigned int i;
+	struct ctx *c = arg;
 
-	for (i = 0; i < c->n_gpus; i++) {
-		hb[i].name = c->gpu[i].hb_name;
-		hb[i].rptr = rptr_of(&c->gpu[i]);
-	}
-	wl_check_heartbeats(r, hb, c->n_gpus, c->o.hb_timeout_ms);
+	wl_check_heartbeats(r, c->hb, c->n_gpus, c->o.hb_timeout_ms);
 }
 
 static void verify(void *arg, struct wl_report *r)
@@ -605,28 +564,20 @@ static void verify(void *arg, struct wl_report *r)
 			verify_handle(c, i, r);
 	verify_events(c, r);
 	verify_queues(c, r);
-	check_heartbeats(c, r);
-}
-
-static void heartbeat(void *arg, struct wl_report *r)
-{
-	check_heartbeats(arg, r);
 }
 
 static void teardown(void *arg)
 {
 	struct ctx *c = arg;
+	HsaEvent *events[] = { c->ev_auto, c->ev_manual, c->ev_signaled };
 	unsigned int i;
 
 	for (i = 0; i < c->n_gpus; i++)
 		if (c->gpu[i].q.QueueId)
 			hsaKmtDestroyQueue(c->gpu[i].q.QueueId);
-	if (c->ev_auto)
-		hsaKmtDestroyEvent(c->ev_auto);
-	if (c->ev_manual)
-		hsaKmtDestroyEvent(c->ev_manual);
-	if (c->ev_signaled)
-		hsaKmtDestroyEvent(c->ev_signaled);
+	for (i = 0; i < 3; i++)
+		if (events[i])
+			hsaKmtDestroyEvent(events[i]);
 	for (i = 0; i < c->n_bos; i++) {
 		if (c->bos[i].mapped)
 			hsaKmtUnmapMemoryToGPU(c->bos[i].va);
@@ -645,7 +596,6 @@ int main(int argc, char **argv)
 		.heartbeat = heartbeat,
 		.teardown = teardown,
 	};
-	struct timespec ts;
 	int ret;
 
 	wl_parse_opts(argc, argv, &c.o);
@@ -654,8 +604,7 @@ int main(int argc, char **argv)
 		return WL_EXIT_USAGE;
 	}
 	wl_signals_block();
-	clock_gettime(CLOCK_REALTIME, &ts);
-	c.seed = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+	c.seed = wl_seed();
 
 	ret = setup(&c);
 	if (ret)

@@ -119,6 +119,7 @@ struct ctx {
 	uint64_t seed;
 	uint64_t va_lo, va_hi; /* the GPUVM aperture all GPUs share */
 	uint32_t ev_auto, ev_manual, ev_signaled;
+	struct wl_heartbeat hb[WL_MAX_GPUS]; /* each GPU's queue */
 	int events;
 };
 
@@ -167,7 +168,7 @@ static int open_devices(struct ctx *c)
 {
 	struct wl_gpu_node nodes[WL_MAX_GPUS];
 	unsigned int n_nodes, i;
-	int n, ret;
+	int ret;
 
 	if (!c->o.render_first) {
 		ret = open_kfd(c);
@@ -175,16 +176,9 @@ static int open_devices(struct ctx *c)
 			return ret;
 	}
 
-	n = wl_gpu_nodes(nodes, WL_MAX_GPUS, &n_nodes);
-	if (n <= 0) {
-		wl_err("no GPU node in %s", WL_TOPOLOGY);
-		return WL_EXIT_SKIP;
-	}
-	c->n_gpus = c->o.gpus ? c->o.gpus : (unsigned int)n;
-	if (c->n_gpus > (unsigned int)n) {
-		wl_err("%u GPUs asked for, the topology has %d", c->n_gpus, n);
-		return WL_EXIT_SKIP;
-	}
+	ret = wl_pick_gpus(&c->o, nodes, &c->n_gpus, &n_nodes);
+	if (ret)
+		return ret;
 
 	for (i = 0; i < c->n_gpus; i++) {
 		struct gpu *g = &c->gpu[i];
@@ -295,17 +289,7 @@ static uint64_t reserve_va(struct ctx *c, uint64_t size, uint64_t align)
 
 static struct bo *new_bo(struct ctx *c)
 {
-	if (c->n_bos == c->cap_bos) {
-		unsigned int cap = c->cap_bos ? c->cap_bos * 2 : 32;
-		struct bo *n = realloc(c->bos, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		c->bos = n;
-		c->cap_bos = cap;
-	}
-	memset(&c->bos[c->n_bos], 0, sizeof(c->bos[0]));
-	return &c->bos[c->n_bos];
+	return wl_array_slot((void **)&c->bos, c->n_bos, &c->cap_bos, sizeof(*c->bos));
 }
 
 /*
@@ -394,7 +378,11 @@ static int alloc_bo(struct ctx *c, unsigned int gi, enum bo_kind kind, uint64_t 
 	return (int)(c->n_bos - 1);
 }
 
-static int map_bo(struct ctx *c, struct bo *bo, uint32_t gpus)
+/*
+ * MAP_MEMORY_TO_GPU or UNMAP_MEMORY_FROM_GPU (@req: one argument layout under
+ * two names) of @bo on the GPUs in mask @gpus; *@n_success as KFD counts it.
+ */
+static int map_ioctl(struct ctx *c, unsigned long req, const struct bo *bo, uint32_t gpus, uint32_t *n_success)
 {
 	uint32_t ids[WL_MAX_GPUS];
 	struct kfd_ioctl_map_memory_to_gpu_args args = {
@@ -404,11 +392,21 @@ static int map_bo(struct ctx *c, struct bo *bo, uint32_t gpus)
 	unsigned int i;
 	int ret;
 
+	_Static_assert(sizeof(args) == sizeof(struct kfd_ioctl_unmap_memory_from_gpu_args), "one layout");
 	for (i = 0; i < WL_MAX_GPUS; i++)
 		if (gpus & (1u << i))
 			ids[args.n_devices++] = c->gpu[i].n.gpu_id;
-	ret = kfd_ioctl(c->kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &args);
-	if (!ret && args.n_success != args.n_devices)
+	ret = kfd_ioctl(c->kfd, req, &args);
+	*n_success = args.n_success;
+	return ret;
+}
+
+static int map_bo(struct ctx *c, struct bo *bo, uint32_t gpus)
+{
+	uint32_t n;
+	int ret = map_ioctl(c, AMDKFD_IOC_MAP_MEMORY_TO_GPU, bo, gpus, &n);
+
+	if (!ret && n != (uint32_t)__builtin_popcount(gpus))
 		ret = -EIO;
 	if (!ret)
 		bo->mapped |= gpus;
@@ -417,20 +415,11 @@ static int map_bo(struct ctx *c, struct bo *bo, uint32_t gpus)
 
 static int unmap_bo(struct ctx *c, struct bo *bo, uint32_t gpus, uint32_t *n_success)
 {
-	uint32_t ids[WL_MAX_GPUS];
-	struct kfd_ioctl_unmap_memory_from_gpu_args args = {
-		.handle = bo->handle,
-		.device_ids_array_ptr = (uintptr_t)ids,
-	};
-	unsigned int i;
-	int ret;
+	uint32_t n;
+	int ret = map_ioctl(c, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, bo, gpus, &n);
 
-	for (i = 0; i < WL_MAX_GPUS; i++)
-		if (gpus & (1u << i))
-			ids[args.n_devices++] = c->gpu[i].n.gpu_id;
-	ret = kfd_ioctl(c->kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &args);
 	if (n_success)
-		*n_success = args.n_success;
+		*n_success = n;
 	if (!ret)
 		bo->mapped &= ~gpus;
 	return ret;
@@ -464,19 +453,13 @@ static void *map_nohost(struct ctx *c, const struct bo *bo, unsigned int minor, 
 
 static int content_bos(struct ctx *c, unsigned int gi)
 {
-	uint64_t total = (uint64_t)c->o.vram_mb[gi] << 20, max = (uint64_t)c->o.bo_mb << 20;
-	uint64_t n, base, done = 0;
-	unsigned int i;
+	unsigned int i, n = wl_content_bos(&c->o, gi);
 	int idx;
 
 	/* several BOs, host-visible and not, alternating; at least one of each */
-	n = (total + max - 1) / max;
-	if (n < 2)
-		n = 2;
-	base = total / n & ~(WL_PAGE - 1);
 	for (i = 0; i < n; i++) {
 		bool nohost = i & 1;
-		uint64_t size = i == n - 1 ? total - done : base;
+		uint64_t size = wl_content_bo_size(&c->o, gi, i);
 		uint32_t flags = F_VRAM | F_WRITABLE | F_NO_SUBST | (nohost ? F_COHERENT : F_PUBLIC | F_EXEC);
 		struct bo *bo;
 
@@ -498,7 +481,6 @@ static int content_bos(struct ctx *c, unsigned int gi)
 		} else {
 			wl_fill((void *)(uintptr_t)bo->va, size, c->seed, (uint32_t)idx);
 		}
-		done += size;
 	}
 
 	idx = alloc_and_map(c, gi, BO_GTT, GTT_CONTENT_SIZE, F_GTT | F_WRITABLE | F_NO_SUBST | F_COHERENT, all_gpus(c));
@@ -601,11 +583,6 @@ static void cwsr_sizes(struct gpu *g)
 	g->ctx_save_size = g->ctl_stack_size + (uint32_t)wl_align((uint64_t)cus * per_cu, WL_PAGE);
 }
 
-static volatile uint64_t *rptr_of(struct ctx *c, const struct gpu *g)
-{
-	return (volatile uint64_t *)(uintptr_t)(c->bos[g->qctl].va + QCTL_RPTR);
-}
-
 static int queue_setup(struct ctx *c, unsigned int gi)
 {
 	struct gpu *g = &c->gpu[gi];
@@ -625,6 +602,8 @@ static int queue_setup(struct ctx *c, unsigned int gi)
 				F_USERPTR | F_WRITABLE | F_EXEC | F_NO_SUBST | F_COHERENT, own);
 	if (g->qctl < 0 || g->eop < 0 || g->cwsr < 0)
 		return WL_EXIT_SETUP;
+	c->hb[gi].name = g->hb_name;
+	c->hb[gi].rptr = (volatile uint64_t *)(uintptr_t)(c->bos[g->qctl].va + QCTL_RPTR);
 
 	args.ring_base_address = c->bos[g->ring].va;
 	args.ring_size = RING_SIZE;
@@ -749,35 +728,21 @@ static void verify_bo(struct ctx *c, unsigned int i, struct wl_report *r)
 {
 	const struct bo *bo = &c->bos[i];
 	const struct kind_info *k = &kinds[bo->kind];
-	struct wl_vma v;
-	uint64_t offset;
 	char name[160];
-	void *p;
+	const struct wl_bo_view view = {
+		.name = name,
+		.va = bo->va,
+		.size = bo->size,
+		.backing = k->backing,
+		.perms = k->perms,
+		.content = k->content,
+		.index = i,
+		.seed = c->seed,
+		.render_fd = c->gpu[bo->gpu].render_fd,
+	};
 
 	bo_name(c, i, name, sizeof(name));
-	if (!wl_check_mapping(r, name, bo->va, bo->size, k->backing, k->perms, &v))
-		return;
-
-	if (!k->content) {
-		/* still backed: the first word can be read */
-		if (strcmp(k->perms, "---p"))
-			wl_probe_read(r, name, (const volatile void *)(uintptr_t)bo->va, NULL);
-		return;
-	}
-	if (bo->kind != BO_VRAM_NOHOST) {
-		wl_check_pattern(r, name, (const void *)(uintptr_t)bo->va, bo->size, c->seed, i);
-		return;
-	}
-	/* restore gives it a new offset, and maybe another render node */
-	offset = wl_vma_offset(&v, bo->va);
-	p = map_nohost(c, bo, (unsigned int)wl_vma_render_minor(&v), offset);
-	if (!p) {
-		wl_fail(r, "%s: cannot map it through %s at its current offset 0x%" PRIx64 ": %s", name, v.path, offset,
-			strerror(errno));
-		return;
-	}
-	wl_check_pattern(r, name, p, bo->size, c->seed, i);
-	munmap(p, bo->size);
+	wl_check_bo(r, &view);
 }
 
 /* The saved handle still names the BO: unmapping and mapping it again works. */
@@ -893,16 +858,11 @@ static void verify_queues(struct ctx *c, struct wl_report *r)
 	}
 }
 
-static void check_heartbeats(struct ctx *c, struct wl_report *r)
+static void heartbeat(void *arg, struct wl_report *r)
 {
-	struct wl_heartbeat hb[WL_MAX_GPUS];
-	unsigned int i;
+	struct ctx *c = arg;
 
-	for (i = 0; i < c->n_gpus; i++) {
-		hb[i].name = c->gpu[i].hb_name;
-		hb[i].rptr = rptr_of(c, &c->gpu[i]);
-	}
-	wl_check_heartbeats(r, hb, c->n_gpus, c->o.hb_timeout_ms);
+	wl_check_heartbeats(r, c->hb, c->n_gpus, c->o.hb_timeout_ms);
 }
 
 static void verify(void *arg, struct wl_report *r)
@@ -917,12 +877,6 @@ static void verify(void *arg, struct wl_report *r)
 			verify_handle(c, i, r);
 	verify_events(c, r);
 	verify_queues(c, r);
-	check_heartbeats(c, r);
-}
-
-static void heartbeat(void *arg, struct wl_report *r)
-{
-	check_heartbeats(arg, r);
 }
 
 static void teardown(void *arg)
@@ -960,13 +914,11 @@ int main(int argc, char **argv)
 		.heartbeat = heartbeat,
 		.teardown = teardown,
 	};
-	struct timespec ts;
 	int ret;
 
 	wl_parse_opts(argc, argv, &c.o);
 	wl_signals_block();
-	clock_gettime(CLOCK_REALTIME, &ts);
-	c.seed = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+	c.seed = wl_seed();
 	c.kfd = -1;
 	c.events = -1;
 

@@ -106,27 +106,33 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static bool global_pool(hsa_amd_memory_pool_t pool)
+{
+	hsa_amd_segment_t seg;
+
+	return hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &seg) == HSA_STATUS_SUCCESS &&
+	       seg == HSA_AMD_SEGMENT_GLOBAL;
+}
+
+/* A GPU's VRAM: its first global pool. */
 static hsa_status_t vram_pool(hsa_amd_memory_pool_t pool, void *data)
 {
 	struct gpu *g = data;
-	hsa_amd_segment_t seg;
 
-	if (!g->has_vram && hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &seg) == 0 &&
-	    seg == HSA_AMD_SEGMENT_GLOBAL) {
+	if (!g->has_vram && global_pool(pool)) {
 		g->vram = pool;
 		g->has_vram = true;
 	}
 	return HSA_STATUS_SUCCESS;
 }
 
+/* System memory: the CPU's first fine-grained global pool. */
 static hsa_status_t system_pool(hsa_amd_memory_pool_t pool, void *data)
 {
 	struct workload *w = data;
-	hsa_amd_segment_t seg;
 	uint32_t flags = 0;
 
-	if (w->has_sys || hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &seg) != 0 ||
-	    seg != HSA_AMD_SEGMENT_GLOBAL)
+	if (w->has_sys || !global_pool(pool))
 		return HSA_STATUS_SUCCESS;
 	hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
 	if (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED) {
@@ -275,12 +281,15 @@ static void *stream_main(void *p)
 	return NULL;
 }
 
-/* Waits until every stream completed @more rounds beyond @base, up to @timeout_ms. */
-static void await_rounds(struct workload *w, struct wl_report *r, const uint64_t *base, uint64_t more,
-			 unsigned int timeout_ms, const char *why)
+/* Waits until every stream completed @more rounds beyond those done now, up to @timeout_ms. */
+static void await_rounds(struct workload *w, struct wl_report *r, uint64_t more, unsigned int timeout_ms,
+			 const char *why)
 {
 	const uint64_t end = now_ms() + timeout_ms;
+	uint64_t base[WL_MAX_GPUS * STREAMS_PER_GPU];
 
+	for (unsigned int i = 0; i < w->n_streams; i++)
+		base[i] = atomic_load(&w->streams[i].rounds);
 	for (unsigned int i = 0; i < w->n_streams; i++) {
 		struct stream *s = &w->streams[i];
 
@@ -301,11 +310,8 @@ static void await_rounds(struct workload *w, struct wl_report *r, const uint64_t
 static void verify(void *ctx, struct wl_report *r)
 {
 	struct workload *w = ctx;
-	uint64_t base[WL_MAX_GPUS * STREAMS_PER_GPU];
 
-	for (unsigned int i = 0; i < w->n_streams; i++)
-		base[i] = atomic_load(&w->streams[i].rounds);
-	await_rounds(w, r, base, VERIFY_ROUNDS, VERIFY_WAIT_MS, "copy rounds complete");
+	await_rounds(w, r, VERIFY_ROUNDS, VERIFY_WAIT_MS, "copy rounds complete");
 	for (unsigned int i = 0; i < w->n_streams; i++) {
 		struct stream *s = &w->streams[i];
 
@@ -319,11 +325,8 @@ static void verify(void *ctx, struct wl_report *r)
 static void heartbeat(void *ctx, struct wl_report *r)
 {
 	struct workload *w = ctx;
-	uint64_t base[WL_MAX_GPUS * STREAMS_PER_GPU];
 
-	for (unsigned int i = 0; i < w->n_streams; i++)
-		base[i] = atomic_load(&w->streams[i].rounds);
-	await_rounds(w, r, base, 1, w->opts.hb_timeout_ms, "copy rounds run");
+	await_rounds(w, r, 1, w->opts.hb_timeout_ms, "copy rounds run");
 }
 
 static void teardown(void *ctx)

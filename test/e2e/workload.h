@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * What the two end-to-end workloads share: the command line, the content
+ * What the end-to-end workloads share: the command line, the content
  * pattern, the state and result files, the /proc/self/maps view, guarded
- * memory reads, the heartbeat check and the signal loop. The contract they
- * implement for the scenarios is test/e2e/README.md.
+ * memory reads, the check of a BO, the heartbeat check and the signal loop
+ * with its verify/heartbeat/teardown contract. The contract they implement
+ * for the scenarios is test/e2e/README.md.
  */
 #ifndef E2E_WORKLOAD_H
 #define E2E_WORKLOAD_H
@@ -159,9 +160,19 @@ void wl_check_heartbeats(struct wl_report *r, const struct wl_heartbeat *hb, uns
 
 /* ---- the main loop ---------------------------------------------------------- */
 
+/*
+ * What each workload does for the contract; wl_serve does the rest (the
+ * signals, the result files, the report lines).
+ */
 struct wl_ops {
+	/* Check the state the workload built: memory, handles, events, queues. */
 	void (*verify)(void *ctx, struct wl_report *r);
+	/*
+	 * Check that its queues run. SIGUSR2 runs it alone; SIGUSR1 runs it
+	 * after verify, so that VERIFY OK always includes the heartbeat.
+	 */
 	void (*heartbeat)(void *ctx, struct wl_report *r);
+	/* Free what setup built, after SIGTERM/SIGINT or a failed setup. */
 	void (*teardown)(void *ctx);
 };
 
@@ -173,6 +184,50 @@ void wl_signals_block(void);
  * or SIGINT; returns the exit code.
  */
 int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx);
+
+/* A seed for the content pattern that differs from run to run. */
+uint64_t wl_seed(void);
+
+/*
+ * The GPUs to use: the first --gpus of the topology's GPU nodes (all of them
+ * without it) into @gpus; 0, or WL_EXIT_SKIP (with a message) if there are
+ * too few. *n_nodes = all topology nodes, CPUs included.
+ */
+int wl_pick_gpus(const struct wl_opts *o, struct wl_gpu_node *gpus, unsigned int *n_gpus, unsigned int *n_nodes);
+
+/*
+ * The content BOs of GPU @gpu: --vram-mb split into BOs of at most --bo-mb,
+ * at least two (one with host access, one without), in whole pages but the
+ * last. Their number, and the size of BO @i of them.
+ */
+unsigned int wl_content_bos(const struct wl_opts *o, unsigned int gpu);
+uint64_t wl_content_bo_size(const struct wl_opts *o, unsigned int gpu, unsigned int i);
+
+/* Room for one more item of @size bytes at index @n of a growing array; NULL if out of memory. */
+void *wl_array_slot(void **items, unsigned int n, unsigned int *cap, size_t size);
+
+/* ---- BOs ------------------------------------------------------------------- */
+
+/* How a BO of a workload shows in its address space. */
+struct wl_bo_view {
+	const char *name; /* e.g. "bo 3 (vram, gpu 0xc1e6, va 0x..., size 0x...)" */
+	uint64_t va, size;
+	enum wl_backing backing;
+	const char *perms; /* "---p": no host access */
+	bool content;	   /* holds the pattern of BO @index */
+	uint32_t index;
+	uint64_t seed;
+	int render_fd; /* the workload's render file of the BO's GPU, or -1 */
+};
+
+/*
+ * The BO is mapped as it was set up, and its content is the pattern: read in
+ * place, or for VRAM without host access through a new mapping of its render
+ * node at the offset it has now (a restore moves it, maybe to another render
+ * node). A BO without content must still be readable where it is mapped
+ * for the host.
+ */
+void wl_check_bo(struct wl_report *r, const struct wl_bo_view *bo);
 
 static inline uint64_t wl_align(uint64_t v, uint64_t a)
 {

@@ -268,6 +268,65 @@ int wl_gpu_nodes(struct wl_gpu_node *out, unsigned int max, unsigned int *n_node
 	return (int)n_gpus;
 }
 
+int wl_pick_gpus(const struct wl_opts *o, struct wl_gpu_node *gpus, unsigned int *n_gpus, unsigned int *n_nodes)
+{
+	int n = wl_gpu_nodes(gpus, WL_MAX_GPUS, n_nodes);
+
+	if (n <= 0) {
+		wl_err("no GPU node in %s", WL_TOPOLOGY);
+		return WL_EXIT_SKIP;
+	}
+	*n_gpus = o->gpus ? o->gpus : (unsigned int)n;
+	if (*n_gpus > (unsigned int)n) {
+		wl_err("%u GPUs asked for, the topology has %d", *n_gpus, n);
+		return WL_EXIT_SKIP;
+	}
+	return 0;
+}
+
+unsigned int wl_content_bos(const struct wl_opts *o, unsigned int gpu)
+{
+	uint64_t total = (uint64_t)o->vram_mb[gpu] << 20, most = (uint64_t)o->bo_mb << 20;
+	uint64_t n = (total + most - 1) / most;
+
+	return n < 2 ? 2 : (unsigned int)n;
+}
+
+uint64_t wl_content_bo_size(const struct wl_opts *o, unsigned int gpu, unsigned int i)
+{
+	uint64_t total = (uint64_t)o->vram_mb[gpu] << 20;
+	unsigned int n = wl_content_bos(o, gpu);
+	uint64_t base = total / n & ~(WL_PAGE - 1);
+
+	return i == n - 1 ? total - base * (n - 1) : base;
+}
+
+void *wl_array_slot(void **items, unsigned int n, unsigned int *cap, size_t size)
+{
+	char *slot;
+
+	if (n == *cap) {
+		unsigned int more = *cap ? *cap * 2 : 32;
+		void *grown = realloc(*items, more * size);
+
+		if (!grown)
+			return NULL;
+		*items = grown;
+		*cap = more;
+	}
+	slot = (char *)*items + n * size;
+	memset(slot, 0, size);
+	return slot;
+}
+
+uint64_t wl_seed(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+}
+
 /* ---- content pattern -------------------------------------------------------- */
 
 static uint64_t mix64(uint64_t x)
@@ -628,6 +687,35 @@ void *wl_map_render(int fd, unsigned int render_minor, uint64_t offset, uint64_t
 	return NULL;
 }
 
+void wl_check_bo(struct wl_report *r, const struct wl_bo_view *bo)
+{
+	bool host_access = strcmp(bo->perms, "---p");
+	struct wl_vma v;
+	uint64_t offset;
+	void *p;
+
+	if (!wl_check_mapping(r, bo->name, bo->va, bo->size, bo->backing, bo->perms, &v))
+		return;
+	if (!bo->content) {
+		if (host_access)
+			wl_probe_read(r, bo->name, (const volatile void *)(uintptr_t)bo->va, NULL);
+		return;
+	}
+	if (host_access) {
+		wl_check_pattern(r, bo->name, (const void *)(uintptr_t)bo->va, bo->size, bo->seed, bo->index);
+		return;
+	}
+	offset = wl_vma_offset(&v, bo->va);
+	p = wl_map_render(bo->render_fd, (unsigned int)wl_vma_render_minor(&v), offset, bo->size);
+	if (!p) {
+		wl_fail(r, "%s: cannot map it through %s at its current offset 0x%" PRIx64 ": %s", bo->name, v.path,
+			offset, strerror(errno));
+		return;
+	}
+	wl_check_pattern(r, bo->name, p, bo->size, bo->seed, bo->index);
+	munmap(p, bo->size);
+}
+
 /* ---- state and result files ------------------------------------------------ */
 
 FILE *wl_state_begin(const char *path, char *tmp, size_t tmplen)
@@ -765,14 +853,17 @@ void wl_signals_block(void)
 	wl_guard_init();
 }
 
-static void run_check(const struct wl_opts *o, void (*fn)(void *, struct wl_report *), void *ctx, const char *name,
+/* VERIFY: the workload's checks, then the heartbeat's; HEARTBEAT: the heartbeat's alone. */
+static void run_check(const struct wl_opts *o, const struct wl_ops *ops, void *ctx, const char *name,
 		      const char *suffix)
 {
 	struct wl_report r;
 	char line[700];
 
 	wl_report_init(&r);
-	fn(ctx, &r);
+	if (!strcmp(name, "VERIFY"))
+		ops->verify(ctx, &r);
+	ops->heartbeat(ctx, &r);
 	if (r.failures)
 		snprintf(line, sizeof(line), "%s FAIL: %s", name, r.first);
 	else
@@ -807,11 +898,11 @@ int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
 			break;
 		if (got_usr1) {
 			got_usr1 = 0;
-			run_check(o, ops->verify, ctx, "VERIFY", ".verify");
+			run_check(o, ops, ctx, "VERIFY", ".verify");
 		}
 		if (got_usr2) {
 			got_usr2 = 0;
-			run_check(o, ops->heartbeat, ctx, "HEARTBEAT", ".heartbeat");
+			run_check(o, ops, ctx, "HEARTBEAT", ".heartbeat");
 		}
 	}
 	printf("EXIT\n");

@@ -480,6 +480,7 @@ void emu_process_put(struct emu_process *p);
 struct emu_pdd *emu_pdd_by_user_id(struct emu_process *p, u32 user_gpu_id);
 struct emu_pdd *emu_pdd_by_gpu(struct emu_process *p, struct emu_gpu *gpu);
 int emu_pdd_bind(struct emu_pdd *pdd);
+struct emu_pdd *emu_pdd_bound(struct emu_process *p, u32 user_gpu_id);
 int emu_pdd_acquire_vm(struct emu_pdd *pdd, struct file *drm_file);
 int emu_pdd_doorbells(struct emu_pdd *pdd);
 void emu_process_reset(struct emu_process *p);

@@ -301,6 +301,22 @@ int emu_pdd_bind(struct emu_pdd *pdd)
 	return pdd->vm ? 0 : -ENODEV;
 }
 
+/*
+ * The device of the process that it knows as @user_gpu_id, usable for
+ * resources: -EINVAL if it has none of that id, -ENODEV if it has no VM yet.
+ * Caller holds p->lock.
+ */
+struct emu_pdd *emu_pdd_bound(struct emu_process *p, u32 user_gpu_id)
+{
+	struct emu_pdd *pdd = emu_pdd_by_user_id(p, user_gpu_id);
+	int ret;
+
+	if (!pdd)
+		return ERR_PTR(-EINVAL);
+	ret = emu_pdd_bind(pdd);
+	return ret ? ERR_PTR(ret) : pdd;
+}
+
 /* Make the render-node file @drm_file the GPU VM of @pdd; takes a file ref. */
 int emu_pdd_acquire_vm(struct emu_pdd *pdd, struct file *drm_file)
 {
@@ -518,19 +534,13 @@ static int emu_ioctl_set_scratch_backing_va(struct file *filp, struct emu_proces
 {
 	struct kfd_ioctl_set_scratch_backing_va_args *args = data;
 	struct emu_pdd *pdd;
-	int ret;
 
 	mutex_lock(&p->lock);
-	pdd = emu_pdd_by_user_id(p, args->gpu_id);
-	if (!pdd) {
-		ret = -EINVAL;
-	} else {
-		ret = emu_pdd_bind(pdd);
-		if (!ret)
-			pdd->scratch_va = args->va_addr;
-	}
+	pdd = emu_pdd_bound(p, args->gpu_id);
+	if (!IS_ERR(pdd))
+		pdd->scratch_va = args->va_addr;
 	mutex_unlock(&p->lock);
-	return ret;
+	return PTR_ERR_OR_ZERO(pdd);
 }
 
 static int emu_ioctl_get_tile_config(struct file *filp, struct emu_process *p, void *data)
@@ -556,21 +566,15 @@ static int emu_ioctl_set_trap_handler(struct file *filp, struct emu_process *p, 
 {
 	struct kfd_ioctl_set_trap_handler_args *args = data;
 	struct emu_pdd *pdd;
-	int ret;
 
 	mutex_lock(&p->lock);
-	pdd = emu_pdd_by_user_id(p, args->gpu_id);
-	if (!pdd) {
-		ret = -EINVAL;
-	} else {
-		ret = emu_pdd_bind(pdd);
-		if (!ret) {
-			pdd->tba_addr = args->tba_addr;
-			pdd->tma_addr = args->tma_addr;
-		}
+	pdd = emu_pdd_bound(p, args->gpu_id);
+	if (!IS_ERR(pdd)) {
+		pdd->tba_addr = args->tba_addr;
+		pdd->tma_addr = args->tma_addr;
 	}
 	mutex_unlock(&p->lock);
-	return ret;
+	return PTR_ERR_OR_ZERO(pdd);
 }
 
 static int emu_ioctl_smi_events(struct file *filp, struct emu_process *p, void *data)

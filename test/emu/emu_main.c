@@ -76,6 +76,15 @@ static const struct emu_cache gfx942_caches[] = {
  * XCD in CPX mode 38; L2 8 MiB per die (4 MiB per MI300X XCD).  The runtime's
  * per-queue context save area grows with the CU count (about 600 KiB per CU
  * on gfx90a), as on those machines.
+ *
+ * SDMA engines as KFD splits them: a part that can join an xGMI hive (MI100,
+ * MI200, MI300; bridge or not) keeps two engines for PCIe copies and lists
+ * the rest as xGMI engines, so the MI100's eight are 2 + 6 and the MI210's
+ * five 2 + 3.  fw_version is the MEC firmware's, sdma_fw_version the SDMA
+ * firmware's: they depend on the firmware files installed, not on the part.
+ *
+ * The unit fixtures (test/unit/topology_fixtures.cpp) describe the same parts;
+ * a unit test (GpuModels.*) reads this table and fails where they disagree.
  */
 static const struct emu_model model_mi100 = {
 	.asic = "arcturus", .device_id = 0x738c, .gfx_target_version = 90008,
@@ -83,9 +92,9 @@ static const struct emu_model model_mi100 = {
 	.simd_arrays_per_engine = 1, .cu_per_simd_array = 16,
 	.max_waves_per_simd = 10, .lds_size_in_kb = 64, .gds_size_in_kb = 64,
 	.num_gws = 64, .wave_front_size = 64, .max_slots_scratch_cu = 32,
-	.max_engine_clk_fcompute = 1502, .fw_version = 68, .sdma_fw_version = 18,
+	.max_engine_clk_fcompute = 1502, .fw_version = 65, .sdma_fw_version = 18,
 	.capability = EMU_CAP_GFX9,
-	.num_sdma_engines = 8, .num_sdma_xgmi_engines = 0,
+	.num_sdma_engines = 2, .num_sdma_xgmi_engines = 6,
 	.num_sdma_queues_per_engine = 8, .num_cp_queues = 24,
 	.vram_mb = 32768, .vram_width = 4096, .mem_clk_max = 1200,
 	.gb_addr_config = 0x2a114042,
@@ -128,11 +137,11 @@ static const struct emu_model model_gfx942_cpx = {
 	.simd_arrays_per_engine = 1, .cu_per_simd_array = 10,
 	.max_waves_per_simd = 8, .lds_size_in_kb = 64, .gds_size_in_kb = 0,
 	.num_gws = 64, .wave_front_size = 64, .max_slots_scratch_cu = 32,
-	.max_engine_clk_fcompute = 2100, .fw_version = 151, .sdma_fw_version = 19,
+	.max_engine_clk_fcompute = 2100, .fw_version = 166, .sdma_fw_version = 22,
 	.capability = EMU_CAP_GFX9,
 	.num_sdma_engines = 2, .num_sdma_xgmi_engines = 0,
 	.num_sdma_queues_per_engine = 8, .num_cp_queues = 24,
-	.vram_mb = 24576, .vram_width = 1024, .mem_clk_max = 2600,
+	.vram_mb = 24576, .vram_width = 1024, .mem_clk_max = 1300,
 	.gb_addr_config = 0x2a114042,
 	.caches = gfx942_caches, .n_caches = ARRAY_SIZE(gfx942_caches),
 };

@@ -214,14 +214,11 @@ int emu_ioctl_alloc_memory(struct file *filp, struct emu_process *p, void *data)
 		return -EINVAL;
 
 	mutex_lock(&p->lock);
-	pdd = emu_pdd_by_user_id(p, args->gpu_id);
-	if (!pdd) {
-		ret = -EINVAL;
+	pdd = emu_pdd_bound(p, args->gpu_id);
+	if (IS_ERR(pdd)) {
+		ret = PTR_ERR(pdd);
 		goto out;
 	}
-	ret = emu_pdd_bind(pdd);
-	if (ret)
-		goto out;
 
 	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) {
 		if (args->size != EMU_DOORBELL_SLICE) {
@@ -300,47 +297,57 @@ static u32 *emu_copy_device_ids(u64 ptr, u32 n)
 	return ids;
 }
 
-int emu_ioctl_map_memory(struct file *filp, struct emu_process *p, void *data)
+/*
+ * MAP_MEMORY_TO_GPU and UNMAP_MEMORY_FROM_GPU: the BO by @handle, then each
+ * GPU of the list from *@n_success on; *@n_success counts the GPUs done, so
+ * that a caller may call again after an error and go on where it stopped.
+ * Mapping needs a VM on the BO's GPU and on each peer; unmapping a BO mapped
+ * nowhere is -EINVAL.
+ */
+static int emu_mem_map_devices(struct emu_process *p, u64 handle, u64 ids_ptr, u32 n_devices, u32 *n_success,
+			       bool map)
 {
-	struct kfd_ioctl_map_memory_to_gpu_args *args = data;
 	struct emu_pdd *pdd, *peer;
 	struct emu_kfd_mem *mem;
 	u32 *ids, i;
 	int ret = 0;
 
-	if (!args->n_devices || args->n_success > args->n_devices)
+	if (!n_devices || *n_success > n_devices)
 		return -EINVAL;
-	ids = emu_copy_device_ids(args->device_ids_array_ptr, args->n_devices);
+	ids = emu_copy_device_ids(ids_ptr, n_devices);
 	if (IS_ERR(ids))
 		return PTR_ERR(ids);
 
 	mutex_lock(&p->lock);
-	pdd = emu_pdd_by_user_id(p, EMU_HANDLE_GPU(args->handle));
-	if (!pdd) {
-		ret = -EINVAL;
+	pdd = map ? emu_pdd_bound(p, EMU_HANDLE_GPU(handle)) : emu_pdd_by_user_id(p, EMU_HANDLE_GPU(handle));
+	if (IS_ERR_OR_NULL(pdd)) {
+		ret = pdd ? PTR_ERR(pdd) : -EINVAL;
 		goto out;
 	}
-	ret = emu_pdd_bind(pdd);
-	if (ret)
-		goto out;
-	mem = idr_find(&pdd->mem_idr, EMU_HANDLE_IDR(args->handle));
+	mem = idr_find(&pdd->mem_idr, EMU_HANDLE_IDR(handle));
 	if (!mem) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (i = args->n_success; i < args->n_devices; i++) {
-		peer = emu_pdd_by_user_id(p, ids[i]);
-		if (!peer) {
-			ret = -EINVAL;
+	for (i = *n_success; i < n_devices; i++) {
+		peer = map ? emu_pdd_bound(p, ids[i]) : emu_pdd_by_user_id(p, ids[i]);
+		if (IS_ERR_OR_NULL(peer)) {
+			ret = peer ? PTR_ERR(peer) : -EINVAL;
 			goto out;
 		}
-		ret = emu_pdd_bind(peer);
-		if (ret)
-			goto out;
-		ret = emu_mem_map(mem, peer);
-		if (ret)
-			goto out;
-		args->n_success = i + 1;
+		if (map) {
+			ret = emu_mem_map(mem, peer);
+			if (ret)
+				goto out;
+		} else {
+			if (!mem->mapped) {
+				/* not mapped on any GPU at all */
+				ret = -EINVAL;
+				goto out;
+			}
+			emu_mem_unmap(mem, peer);
+		}
+		*n_success = i + 1;
 	}
 out:
 	mutex_unlock(&p->lock);
@@ -348,49 +355,20 @@ out:
 	return ret;
 }
 
+int emu_ioctl_map_memory(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_map_memory_to_gpu_args *args = data;
+
+	return emu_mem_map_devices(p, args->handle, args->device_ids_array_ptr, args->n_devices,
+				   &args->n_success, true);
+}
+
 int emu_ioctl_unmap_memory(struct file *filp, struct emu_process *p, void *data)
 {
 	struct kfd_ioctl_unmap_memory_from_gpu_args *args = data;
-	struct emu_pdd *pdd, *peer;
-	struct emu_kfd_mem *mem;
-	u32 *ids, i;
-	int ret = 0;
 
-	if (!args->n_devices || args->n_success > args->n_devices)
-		return -EINVAL;
-	ids = emu_copy_device_ids(args->device_ids_array_ptr, args->n_devices);
-	if (IS_ERR(ids))
-		return PTR_ERR(ids);
-
-	mutex_lock(&p->lock);
-	pdd = emu_pdd_by_user_id(p, EMU_HANDLE_GPU(args->handle));
-	if (!pdd) {
-		ret = -EINVAL;
-		goto out;
-	}
-	mem = idr_find(&pdd->mem_idr, EMU_HANDLE_IDR(args->handle));
-	if (!mem) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = args->n_success; i < args->n_devices; i++) {
-		peer = emu_pdd_by_user_id(p, ids[i]);
-		if (!peer) {
-			ret = -EINVAL;
-			goto out;
-		}
-		if (!mem->mapped) {
-			/* not mapped on any GPU at all */
-			ret = -EINVAL;
-			goto out;
-		}
-		emu_mem_unmap(mem, peer);
-		args->n_success = i + 1;
-	}
-out:
-	mutex_unlock(&p->lock);
-	kfree(ids);
-	return ret;
+	return emu_mem_map_devices(p, args->handle, args->device_ids_array_ptr, args->n_devices,
+				   &args->n_success, false);
 }
 
 int emu_ioctl_available_memory(struct file *filp, struct emu_process *p, void *data)
@@ -457,14 +435,11 @@ int emu_ioctl_import_dmabuf(struct file *filp, struct emu_process *p, void *data
 	int ret;
 
 	mutex_lock(&p->lock);
-	pdd = emu_pdd_by_user_id(p, args->gpu_id);
-	if (!pdd) {
-		ret = -EINVAL;
+	pdd = emu_pdd_bound(p, args->gpu_id);
+	if (IS_ERR(pdd)) {
+		ret = PTR_ERR(pdd);
 		goto out;
 	}
-	ret = emu_pdd_bind(pdd);
-	if (ret)
-		goto out;
 
 	dmabuf = dma_buf_get(args->dmabuf_fd);
 	if (IS_ERR(dmabuf)) {

@@ -380,36 +380,39 @@ static struct kobject *emu_kobj_add(struct kobject *parent, enum emu_kobj_kind k
 	return &ek->kobj;
 }
 
+/* Directory @name of node @node's directory @kn, with entries 0 .. @n - 1 of @kind. */
+static int emu_kobj_add_list(struct kobject *kn, const char *name, enum emu_kobj_kind kind,
+			     unsigned int node, unsigned int n)
+{
+	struct kobject *dir;
+	unsigned int i;
+
+	dir = emu_kobj_add(kn, EMU_KOBJ_DIR, node, 0, name, 0);
+	if (!dir)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (!emu_kobj_add(dir, kind, node, i, "%u", i))
+			return -ENOMEM;
+	return 0;
+}
+
 static int emu_topology_add_node(struct kobject *nodes, unsigned int node)
 {
-	struct kobject *kn, *dir;
-	unsigned int i;
+	struct kobject *kn;
+	int ret;
 
 	kn = emu_kobj_add(nodes, EMU_KOBJ_NODE, node, 0, "%u", node);
 	if (!kn)
 		return -ENOMEM;
 
-	dir = emu_kobj_add(kn, EMU_KOBJ_DIR, node, 0, "mem_banks", 0);
-	if (!dir || !emu_kobj_add(dir, EMU_KOBJ_MEM_BANK, node, 0, "%u", 0))
-		return -ENOMEM;
-
-	dir = emu_kobj_add(kn, EMU_KOBJ_DIR, node, 0, "caches", 0);
-	if (!dir)
-		return -ENOMEM;
-	for (i = 0; i < node_caches(node); i++)
-		if (!emu_kobj_add(dir, EMU_KOBJ_CACHE, node, i, "%u", i))
-			return -ENOMEM;
-
-	dir = emu_kobj_add(kn, EMU_KOBJ_DIR, node, 0, "io_links", 0);
-	if (!dir)
-		return -ENOMEM;
-	for (i = 0; i < node_io_links(node); i++)
-		if (!emu_kobj_add(dir, EMU_KOBJ_IO_LINK, node, i, "%u", i))
-			return -ENOMEM;
-
-	if (!emu_kobj_add(kn, EMU_KOBJ_DIR, node, 0, "p2p_links", 0))
-		return -ENOMEM;
-	return 0;
+	ret = emu_kobj_add_list(kn, "mem_banks", EMU_KOBJ_MEM_BANK, node, 1);
+	if (!ret)
+		ret = emu_kobj_add_list(kn, "caches", EMU_KOBJ_CACHE, node, node_caches(node));
+	if (!ret)
+		ret = emu_kobj_add_list(kn, "io_links", EMU_KOBJ_IO_LINK, node, node_io_links(node));
+	if (!ret)
+		ret = emu_kobj_add_list(kn, "p2p_links", EMU_KOBJ_DIR, node, 0);
+	return ret;
 }
 
 int emu_topology_init(struct device *kfd_dev)

@@ -5,11 +5,12 @@
 // them), so the test needs no privilege to make device nodes.
 #include "device_files.hpp"
 
+#include "support/temp_dir.hpp"
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -21,22 +22,16 @@ class FindCharDevice : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
-		char tmpl[] = "/tmp/find-char-device-XXXXXX";
-		ASSERT_NE(mkdtemp(tmpl), nullptr);
-		dir_ = tmpl;
 		struct stat st;
 		ASSERT_EQ(stat("/dev/null", &st), 0);
 		null_ = st.st_rdev;
 		ASSERT_EQ(stat("/dev/zero", &st), 0);
 		zero_ = st.st_rdev;
 	}
-	void TearDown() override { ASSERT_EQ(system(("rm -rf " + dir_).c_str()), 0); }
-	void link(const char *target, const char *name)
-	{
-		ASSERT_EQ(symlink(target, (dir_ + "/" + name).c_str()), 0);
-	}
+	void link(const char *target, const char *name) { ASSERT_EQ(symlink(target, (dir_ + "/" + name).c_str()), 0); }
 
-	std::string dir_;
+	const test::TempDir tmp_;
+	const std::string dir_ = tmp_.str();
 	dev_t null_ = 0, zero_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include "guard_process.hpp"
 #include "restore_guard.hpp"
 
+#include "support/sleeping_child.hpp"
 #include "support/temp_dir.hpp"
 #include "unique_fd.hpp"
 
@@ -131,24 +132,22 @@ pid_t criu_with_dump_guard(const test::TempDir &dir, pid_t task, DumpEnd end, co
 	return criu;
 }
 
-pid_t sleeping_task()
+// A task, and a "criu" that watched it with a dump guard (released or not, as `end` says) and was
+// then killed: what the guard does next is each test's.
+void kill_criu_of_guarded_dump(const test::TempDir &dir, DumpEnd end, pid_t &task, pid_t &criu)
 {
-	const pid_t task = fork();
-	if (task == 0) {
-		for (;;)
-			pause();
-	}
-	return task;
+	task = test::sleeping_child();
+	const PidPipe pids;
+	criu = criu_with_dump_guard(dir, task, end, pids);
+	ASSERT_EQ(pids.get(), criu);
+	kill_and_reap(criu);
 }
 
 TEST(DumpGuard, DoesNothingOnceReleased)
 {
 	const test::TempDir dir;
-	const pid_t task = sleeping_task();
-	const PidPipe pids;
-	const pid_t criu = criu_with_dump_guard(dir, task, DumpEnd::release, pids);
-	ASSERT_EQ(pids.get(), criu);
-	kill_and_reap(criu);
+	pid_t task = -1, criu = -1;
+	ASSERT_NO_FATAL_FAILURE(kill_criu_of_guarded_dump(dir, DumpEnd::release, task, criu));
 	usleep(200 * 1000);
 	EXPECT_NE(process_state(task), 't') << "the guard stopped the task";
 	EXPECT_FALSE(std::filesystem::exists(dir.path() / guard::kLogName)) << read_file(dir.path() / guard::kLogName);
@@ -158,11 +157,8 @@ TEST(DumpGuard, DoesNothingOnceReleased)
 TEST(DumpGuard, ResumesAWatchedTaskWhenCriuDies)
 {
 	const test::TempDir dir;
-	const pid_t task = sleeping_task();
-	const PidPipe pids;
-	const pid_t criu = criu_with_dump_guard(dir, task, DumpEnd::die, pids);
-	ASSERT_EQ(pids.get(), criu);
-	kill_and_reap(criu);
+	pid_t task = -1, criu = -1;
+	ASSERT_NO_FATAL_FAILURE(kill_criu_of_guarded_dump(dir, DumpEnd::die, task, criu));
 	const auto log = dir.path() / guard::kLogName;
 	for (int i = 0; i < 50 && !std::filesystem::exists(log); i++)
 		usleep(100 * 1000);

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace amdgpu {
 namespace {
@@ -26,16 +27,19 @@ protected:
 	Options load() { return options_from_env(fake_lookup); }
 };
 
+// The restore's checks, in the order of their variables: KFD_FW_VER_CHECK, KFD_SDMA_FW_VER_CHECK,
+// KFD_CACHES_COUNT_CHECK, KFD_NUM_GWS_CHECK, KFD_VRAM_SIZE_CHECK, KFD_NUMA_CHECK,
+// KFD_CAPABILITY_CHECK.
+std::vector<bool> checks(const Options &o)
+{
+	return { o.match.fw_version, o.match.sdma_fw_version, o.match.caches_count, o.match.num_gws, o.match.vram_size,
+		 o.match.numa,	     o.match.capability };
+}
+
 TEST_F(OptionsTest, EveryCheckDefaultsOnAndBufferIsBounded)
 {
 	const Options o = load();
-	EXPECT_TRUE(o.match.fw_version);
-	EXPECT_TRUE(o.match.sdma_fw_version);
-	EXPECT_TRUE(o.match.caches_count);
-	EXPECT_TRUE(o.match.num_gws);
-	EXPECT_TRUE(o.match.vram_size);
-	EXPECT_TRUE(o.match.numa);
-	EXPECT_TRUE(o.match.capability);
+	EXPECT_EQ(checks(o), std::vector<bool>(7, true));
 	EXPECT_EQ(o.max_buffer_size, kDefaultMaxBufferSize);
 	EXPECT_TRUE(o.errors.empty());
 }
@@ -47,13 +51,7 @@ TEST_F(OptionsTest, BooleansAcceptUpstreamSpellings)
 		     { "KFD_VRAM_SIZE_CHECK", "0" },	 { "KFD_NUMA_CHECK", "1" },
 		     { "KFD_CAPABILITY_CHECK", "YeS" } };
 	const Options o = load();
-	EXPECT_FALSE(o.match.fw_version);
-	EXPECT_FALSE(o.match.sdma_fw_version);
-	EXPECT_FALSE(o.match.caches_count);
-	EXPECT_FALSE(o.match.num_gws);
-	EXPECT_FALSE(o.match.vram_size);
-	EXPECT_TRUE(o.match.numa);
-	EXPECT_TRUE(o.match.capability);
+	EXPECT_EQ(checks(o), (std::vector<bool> { false, false, false, false, false, true, true }));
 	EXPECT_TRUE(o.errors.empty());
 }
 

@@ -6,6 +6,8 @@
 #include "image_store.hpp"
 #include "sparse_pages.hpp"
 
+#include "support/temp_dir.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,7 +72,8 @@ TEST(SparsePages, ZeroRunsFollowThePayloadsBlocksNotTheBuffers)
 
 TEST(SparsePages, SplitCutsHolesToTheRangeToDwordsAndIgnoresSmallOnes)
 {
-	const HoleMap m = HoleMap::of({ { 100 * KiB, 200 * KiB }, { 500 * KiB, 4 * KiB }, { 600 * KiB + 2, 64 * KiB } });
+	const HoleMap m =
+		HoleMap::of({ { 100 * KiB, 200 * KiB }, { 500 * KiB, 4 * KiB }, { 600 * KiB + 2, 64 * KiB } });
 	auto e = m.split(0, 400 * KiB);
 	ASSERT_EQ(e.size(), 3u);
 	EXPECT_EQ(e[0].len, 100 * KiB);
@@ -98,19 +101,7 @@ TEST(SparsePages, SplitCutsHolesToTheRangeToDwordsAndIgnoresSmallOnes)
 
 class SparseImage : public ::testing::Test {
 protected:
-	void SetUp() override
-	{
-		char tmpl[] = "/var/tmp/sparse-image-XXXXXX";
-		ASSERT_NE(mkdtemp(tmpl), nullptr);
-		dir_ = tmpl;
-		dirfd_ = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		ASSERT_GE(dirfd_, 0);
-	}
-	void TearDown() override
-	{
-		close(dirfd_);
-		ASSERT_EQ(system(("rm -rf " + dir_).c_str()), 0);
-	}
+	void SetUp() override { ASSERT_GE(dirfd_, 0); }
 
 	// 8 MiB: 80 % zeros in large runs, the rest a pattern with scattered zero pages
 	static std::vector<uint8_t> payload()
@@ -124,8 +115,10 @@ protected:
 		return p;
 	}
 
-	std::string dir_;
-	int dirfd_ = -1;
+	// /var/tmp: a disk file system, where holes are holes (not every /tmp is one)
+	const test::TempDir tmp_ { "/var/tmp" };
+	const std::string dir_ = tmp_.str();
+	const int dirfd_ = tmp_.fd();
 };
 
 TEST_F(SparseImage, ZerosBecomeHolesAndPlainReadsStillSeeThem)

@@ -4,6 +4,7 @@
 // files over to the task instead of leaving fds of its own behind.
 #include "task_fds.hpp"
 
+#include "support/sleeping_child.hpp"
 #include "unique_fd.hpp"
 
 #include <fcntl.h>
@@ -49,23 +50,12 @@ TEST(TaskFds, FdsAtOrAboveTheLimitAreNotTheTasks)
 	EXPECT_EQ(lowest_fd_sharing_file(ours.get(), 301), dup_high.get());
 }
 
-// A child that holds the open files of this process (inherited) and sleeps.
-pid_t child_holding_inherited_fd()
-{
-	const pid_t child = fork();
-	if (child == 0) {
-		for (;;)
-			pause();
-	}
-	return child;
-}
-
 TEST(TaskFds, TheTracedTaskHoldingAFileIsFound)
 {
 	// How the dump guard learns the pid of the task whose /dev/kfd file criu received.
 	unique_fd file(open("/dev/null", O_RDWR)); // inherited by the child
 	ASSERT_TRUE(file);
-	const pid_t child = child_holding_inherited_fd();
+	const pid_t child = test::sleeping_child();
 	ASSERT_GT(child, 0);
 	EXPECT_EQ(traced_task_holding(file.get()), std::nullopt) << "a task this process does not trace";
 	if (ptrace(PTRACE_SEIZE, child, nullptr, nullptr) == 0) {

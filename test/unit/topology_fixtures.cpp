@@ -23,32 +23,11 @@ constexpr uint64_t kHeapSystem = 0;
 constexpr uint64_t kHeapFbPublic = 1;
 constexpr uint64_t kHeapFbPrivate = 2;
 constexpr uint64_t kAmdVendorId = 0x1002;
-constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
+constexpr uint64_t kGiB = 1ull << 30;
 
-struct GpuModel {
-	const char *asic;
-	uint32_t device_id;
-	uint32_t gfx_target_version;
-	uint32_t simd_count;
-	uint32_t caches_count;
-	uint32_t max_waves_per_simd;
-	uint32_t array_count;
-	uint32_t cu_per_simd_array;
-	uint32_t num_sdma_engines;
-	uint32_t num_sdma_xgmi_engines;
-	uint32_t max_engine_clk_fcompute;
-	uint32_t fw_version;
-	uint32_t capability;
-	uint32_t sdma_fw_version;
-	uint64_t heap_type;
-	uint64_t vram_size; // the bank's size_in_bytes: the HBM minus what the driver reserves
-	uint32_t mem_width;
-	uint32_t mem_clk_max;
-	uint32_t pcie_max_bandwidth;
-	uint32_t xgmi_bandwidth;
-};
-
-// Instinct MI100 (Arcturus, gfx908): 120 CUs, 32 GiB HBM2, large BAR usually off.
+// Instinct MI100 (Arcturus, gfx908): 120 CUs, 32 GiB HBM2, large BAR usually off. Eight SDMA
+// engines: KFD keeps two for PCIe and gives the other six to xGMI on every part that can join a
+// hive, bridge or not.
 constexpr GpuModel kMi100 = {
 	.asic = "arcturus",
 	.device_id = 0x738c,
@@ -65,14 +44,14 @@ constexpr GpuModel kMi100 = {
 	.capability = 749970048,
 	.sdma_fw_version = 18,
 	.heap_type = kHeapFbPrivate,
-	.vram_size = 32 * kGiB - 16 * kMiB,
+	.hbm_size = 32 * kGiB,
 	.mem_width = 4096,
 	.mem_clk_max = 1200,
 	.pcie_max_bandwidth = 31504,
 	.xgmi_bandwidth = 0,
 };
 
-// Instinct MI210 (Aldebaran, gfx90a): 104 CUs, 64 GiB HBM2e, PCIe card.
+// Instinct MI210 (Aldebaran, gfx90a): 104 CUs, 64 GiB HBM2e, PCIe card; five SDMA engines, 2 + 3.
 constexpr GpuModel kMi210 = {
 	.asic = "aldebaran",
 	.device_id = 0x740f,
@@ -89,36 +68,21 @@ constexpr GpuModel kMi210 = {
 	.capability = 746620032,
 	.sdma_fw_version = 8,
 	.heap_type = kHeapFbPublic,
-	.vram_size = 64 * kGiB - 16 * kMiB,
+	.hbm_size = 64 * kGiB,
 	.mem_width = 4096,
 	.mem_clk_max = 1600,
 	.pcie_max_bandwidth = 31504,
 	.xgmi_bandwidth = 50000,
 };
 
-// Instinct MI250X, one GCD (Aldebaran, gfx90a): 110 CUs, 64 GiB HBM2e per GCD, 128 GiB per card.
-constexpr GpuModel kMi250x = {
-	.asic = "aldebaran",
-	.device_id = 0x740c,
-	.gfx_target_version = 90010,
-	.simd_count = 440,
-	.caches_count = 275,
-	.max_waves_per_simd = 8,
-	.array_count = 8,
-	.cu_per_simd_array = 16,
-	.num_sdma_engines = 2,
-	.num_sdma_xgmi_engines = 3,
-	.max_engine_clk_fcompute = 1700,
-	.fw_version = 78,
-	.capability = 746620032,
-	.sdma_fw_version = 8,
-	.heap_type = kHeapFbPublic,
-	.vram_size = 64 * kGiB - 16 * kMiB,
-	.mem_width = 4096,
-	.mem_clk_max = 1600,
-	.pcie_max_bandwidth = 31504,
-	.xgmi_bandwidth = 50000,
-};
+// Instinct MI250X, one GCD: the MI210's die with 110 CUs enabled, 64 GiB HBM2e per GCD.
+constexpr GpuModel kMi250x = [] {
+	GpuModel m = kMi210;
+	m.device_id = 0x740c;
+	m.simd_count = 440;
+	m.caches_count = 275;
+	return m;
+}();
 
 // Instinct MI300X (gfx942) in SPX mode: 304 CUs, 192 GiB HBM3.
 constexpr GpuModel kMi300x = {
@@ -137,36 +101,25 @@ constexpr GpuModel kMi300x = {
 	.capability = 746037888,
 	.sdma_fw_version = 22,
 	.heap_type = kHeapFbPublic,
-	.vram_size = 192 * kGiB - 16 * kMiB,
+	.hbm_size = 192 * kGiB,
 	.mem_width = 8192,
 	.mem_clk_max = 1300,
 	.pcie_max_bandwidth = 63008,
 	.xgmi_bandwidth = 64000,
 };
 
-// One XCD of an MI300X in CPX mode with NPS4 memory: 38 CUs, 48 GiB.
-constexpr GpuModel kMi300xCpx = {
-	.asic = "ip discovery",
-	.device_id = 0x74a1,
-	.gfx_target_version = 90402,
-	.simd_count = 152,
-	.caches_count = 78,
-	.max_waves_per_simd = 8,
-	.array_count = 4,
-	.cu_per_simd_array = 10,
-	.num_sdma_engines = 2,
-	.num_sdma_xgmi_engines = 0,
-	.max_engine_clk_fcompute = 2100,
-	.fw_version = 166,
-	.capability = 746037888,
-	.sdma_fw_version = 22,
-	.heap_type = kHeapFbPublic,
-	.vram_size = 48 * kGiB - 16 * kMiB,
-	.mem_width = 1024,
-	.mem_clk_max = 1300,
-	.pcie_max_bandwidth = 63008,
-	.xgmi_bandwidth = 64000,
-};
+// One XCD of an MI300X in CPX mode with NPS4 memory: 38 CUs, 48 GiB, two SDMA engines, no xGMI
+// engine of its own.
+constexpr GpuModel kMi300xCpx = [] {
+	GpuModel m = kMi300x;
+	m.simd_count = 152;
+	m.caches_count = 78;
+	m.array_count = 4;
+	m.num_sdma_xgmi_engines = 0;
+	m.hbm_size = 48 * kGiB;
+	m.mem_width = 1024;
+	return m;
+}();
 
 struct GpuSlot {
 	uint32_t cpu; // NUMA (CPU) node the GPU is attached to
@@ -331,8 +284,8 @@ SysfsTree build(const Machine &m)
 			}
 		}
 		node.properties = gpu_properties(m, i, node.io_links.size());
-		node.mem_banks.push_back(
-			mem_bank(m.model.heap_type, m.model.vram_size, m.model.mem_width, m.model.mem_clk_max));
+		node.mem_banks.push_back(mem_bank(m.model.heap_type, m.model.hbm_size - kVramReservedByDriver,
+						  m.model.mem_width, m.model.mem_clk_max));
 		tree.nodes.push_back(std::move(node));
 	}
 	return tree;
@@ -364,6 +317,17 @@ void write_attribute(const fs::path &path, const std::string &text, bool hidden)
 }
 
 } // namespace
+
+const std::vector<std::pair<std::string, GpuModel>> &gpu_models()
+{
+	static const std::vector<std::pair<std::string, GpuModel>> models = {
+		{ "mi100", kMi100 },
+		{ "mi210", kMi210 },
+		{ "mi250x", kMi250x },
+		{ "gfx942_cpx", kMi300xCpx },
+	};
+	return models;
+}
 
 fs::path topology_fixture(const std::string &name)
 {

@@ -44,6 +44,37 @@ struct SysfsTree {
 // <id>/mem_banks/<n>/properties, <id>/io_links/<n>/properties.
 void write_tree(const SysfsTree &tree, const std::filesystem::path &dir);
 
+// What KFD reports of one kind of GPU. The emulator (test/emu/emu_main.c) has a table of the same
+// parts; a test checks that both say the same wherever both describe a value.
+struct GpuModel {
+	const char *asic; // the node's "name"
+	uint32_t device_id;
+	uint32_t gfx_target_version;
+	uint32_t simd_count;
+	uint32_t caches_count;
+	uint32_t max_waves_per_simd;
+	uint32_t array_count;
+	uint32_t cu_per_simd_array;
+	uint32_t num_sdma_engines;	// kept for PCIe copies
+	uint32_t num_sdma_xgmi_engines; // the rest of the part's SDMA engines
+	uint32_t max_engine_clk_fcompute;
+	uint32_t fw_version; // MEC firmware: depends on the installed firmware, not on the part
+	uint32_t capability;
+	uint32_t sdma_fw_version;
+	uint64_t heap_type;
+	uint64_t hbm_size; // the memory on the part; its bank shows this minus kVramReservedByDriver
+	uint32_t mem_width;
+	uint32_t mem_clk_max;
+	uint32_t pcie_max_bandwidth;
+	uint32_t xgmi_bandwidth;
+};
+
+// What amdgpu keeps of VRAM for itself: a bank's size_in_bytes is the HBM minus this.
+inline constexpr uint64_t kVramReservedByDriver = 16ull << 20;
+
+// The models, by the emulator's name for them (its model_<name>).
+const std::vector<std::pair<std::string, GpuModel>> &gpu_models();
+
 // Machine types (values from real 6.1 systems; see the fixture README).
 SysfsTree mi100_1gpu();
 SysfsTree mi210_2gpu_pcie();

@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -744,11 +746,18 @@ struct Entries {
 	}
 };
 
-TEST(TopologyImage, MissingOptionalFieldsReadAsZero)
+// Node 0 a CPU, node 1 the GPU `gpu_id`: the smallest machine, for a test to add to or spoil.
+Entries cpu_and_gpu(uint32_t gpu_id)
 {
 	Entries e;
 	e.add_cpu(0);
-	e.add_gpu(1, 0x4f1e);
+	e.add_gpu(1, gpu_id);
+	return e;
+}
+
+TEST(TopologyImage, MissingOptionalFieldsReadAsZero)
+{
+	Entries e = cpu_and_gpu(0x4f1e);
 	e.link(1, 2, 0);
 	const Topology t = e.read();
 	ASSERT_EQ(t.gpus().size(), 1u);
@@ -783,10 +792,8 @@ TEST(TopologyImage, ReaderRejectsGpuWithoutGpuId)
 
 TEST(TopologyImage, ReaderRejectsGpuIdOutOfRange)
 {
-	Entries e;
-	e.add_cpu(0);
-	e.add_gpu(1, 0x10000);
-	EXPECT_EQ(e.error(), "amdgpu-kfd-7.img: GPU node 1 has gpu_id 0x10000, out of range (1 to 0xffff)");
+	EXPECT_EQ(cpu_and_gpu(0x10000).error(),
+		  "amdgpu-kfd-7.img: GPU node 1 has gpu_id 0x10000, out of range (1 to 0xffff)");
 	Entries z;
 	z.add_gpu(1, 0);
 	EXPECT_EQ(z.error(), "amdgpu-kfd-7.img: GPU node 1 has gpu_id 0x0, out of range (1 to 0xffff)");
@@ -806,15 +813,11 @@ TEST(TopologyImage, ReaderRejectsDuplicates)
 
 TEST(TopologyImage, ReaderRejectsLinksOutOfRangeOrOfUnknownType)
 {
-	Entries far;
-	far.add_cpu(0);
-	far.add_gpu(1, 0x10);
+	Entries far = cpu_and_gpu(0x10);
 	far.link(1, 2, 5);
 	EXPECT_EQ(far.error(),
 		  "amdgpu-kfd-7.img: io link 0 of node 1 leads to node 5, which the image does not describe");
-	Entries type;
-	type.add_cpu(0);
-	type.add_gpu(1, 0x10);
+	Entries type = cpu_and_gpu(0x10);
 	type.link(1, 1, 0);
 	EXPECT_EQ(type.error(),
 		  "amdgpu-kfd-7.img: io link 0 of node 1 has type 1 (expected 2 for PCIe or 11 for xGMI)");
@@ -840,6 +843,65 @@ TEST(TopologyImage, ReaderRejectsEntryCountsOutOfBoundsAndApus)
 	Entries no_id;
 	no_id.add_cpu(0).has_node_id = false;
 	EXPECT_EQ(no_id.error(), "amdgpu-kfd-7.img: device entry 0 has no node_id");
+}
+
+// The emulator's models (test/emu/emu_main.c, kernel C) and the fixtures' (topology_fixtures.cpp)
+// describe the same parts: every value both have must be the same. The emulator's table is read
+// as text: `static const struct emu_model model_<name> = { .field = value, ... };`.
+std::map<std::string, std::map<std::string, std::string>> emulator_models()
+{
+	const std::string source = slurp("test/emu/emu_main.c");
+	const std::regex model(R"(static const struct emu_model model_(\w+) = \{([^;]*)\};)");
+	const std::regex field(R"re(\.(\w+) = ("[^"]*"|0x[0-9a-fA-F]+|[0-9]+)[,\s])re");
+	std::map<std::string, std::map<std::string, std::string>> out;
+	for (std::sregex_iterator m(source.begin(), source.end(), model), end; m != end; ++m) {
+		const std::string body = (*m)[2];
+		auto &fields = out[(*m)[1]];
+		for (std::sregex_iterator f(body.begin(), body.end(), field); f != end; ++f)
+			fields[(*f)[1]] = (*f)[2];
+	}
+	return out;
+}
+
+TEST(GpuModels, EmulatorAndFixturesDescribeEachPartAlike)
+{
+	const auto emulator = emulator_models();
+	ASSERT_FALSE(emulator.empty()) << "no emu_model found in test/emu/emu_main.c (run from the repository root)";
+	for (const auto &[name, fixture] : test::gpu_models()) {
+		SCOPED_TRACE("model " + name);
+		ASSERT_TRUE(emulator.count(name)) << "test/emu/emu_main.c has no model_" << name;
+		const auto &emu = emulator.at(name);
+		const auto number = [&](const char *key) -> uint64_t {
+			const auto it = emu.find(key);
+			return it == emu.end() ? ~0ull : std::stoull(it->second, nullptr, 0);
+		};
+		EXPECT_EQ(emu.count("asic") ? emu.at("asic") : "", "\"" + std::string(fixture.asic) + "\"");
+		// emulator field, fixture value
+		const std::pair<const char *, uint64_t> same[] = {
+			{ "device_id", fixture.device_id },
+			{ "gfx_target_version", fixture.gfx_target_version },
+			{ "simd_count", fixture.simd_count },
+			{ "array_count", fixture.array_count },
+			{ "cu_per_simd_array", fixture.cu_per_simd_array },
+			{ "max_waves_per_simd", fixture.max_waves_per_simd },
+			{ "max_engine_clk_fcompute", fixture.max_engine_clk_fcompute },
+			{ "num_sdma_engines", fixture.num_sdma_engines },
+			{ "num_sdma_xgmi_engines", fixture.num_sdma_xgmi_engines },
+			{ "fw_version", fixture.fw_version },
+			{ "sdma_fw_version", fixture.sdma_fw_version },
+			{ "vram_width", fixture.mem_width },
+			{ "mem_clk_max", fixture.mem_clk_max },
+		};
+		for (const auto &[key, value] : same)
+			EXPECT_EQ(number(key), value) << key;
+		// The emulator's CPX preset is one OAM in NPS1 (the HBM shared by its 8 partitions), the
+		// fixture's CPX tree NPS4 (a quarter each): the same part, memory split another way.
+		if (name != "gfx942_cpx") {
+			EXPECT_EQ(number("vram_mb") << 20, fixture.hbm_size);
+		}
+		// Not compared: capability (the emulator leaves out what it does not emulate, SVM) and
+		// caches_count (the emulator derives it from its cache table).
+	}
 }
 
 } // namespace

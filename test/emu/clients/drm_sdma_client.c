@@ -40,6 +40,8 @@
 #include <amdgpu_drm.h>
 #include <linux/kfd_ioctl.h>
 
+#include "client_tap.h"
+
 #define TOPOLOGY	"/sys/class/kfd/kfd/topology/nodes"
 #define MBPS_PARAM	"/sys/module/amdgpu_emu/parameters/sdma_mbps"
 #define MAX_GPUS	16
@@ -67,33 +69,6 @@ struct gpu {
 
 static struct gpu gpus[MAX_GPUS];
 static unsigned int n_gpus;
-static unsigned int test_n, failed;
-static const char *prefix = "";
-
-static void ok(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %u - %s", cond ? "" : "not ", ++test_n, prefix);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!cond)
-		failed++;
-}
-
-static void diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
 
 static double now(void)
 {
@@ -463,7 +438,7 @@ static void check_sdma(struct gpu *g)
 	r = amdgpu_cs_ctx_create(g->dev, &ctx);
 	ok(!r, "amdgpu_cs_ctx_create (%d)", r);
 	r = buf_userptr(g->dev, &up, SMALL);
-	ok(!r, "userptr BO of %" PRIu64 " bytes mapped at a libdrm VA (%d)", SMALL, r);
+	ok(!r, "userptr BO of %" PRIu64 " bytes mapped at a libdrm VA (%d)", (uint64_t)SMALL, r);
 	r = buf_alloc(g->dev, &vram, SMALL, AMDGPU_GEM_DOMAIN_VRAM, true);
 	ok(!r, "VRAM BO created, CPU-mapped and VA-mapped (%d)", r);
 	r |= buf_alloc(g->dev, &gtt, SMALL, AMDGPU_GEM_DOMAIN_GTT, true);
@@ -1085,7 +1060,7 @@ int main(int argc, char **argv)
 		char pfx[32];
 
 		snprintf(pfx, sizeof(pfx), "gpu 0x%x: ", g->gpu_id);
-		prefix = pfx;
+		tap_prefix = pfx;
 		snprintf(path, sizeof(path), "/dev/dri/renderD%d", g->minor);
 		g->fd = open(path, O_RDWR | O_CLOEXEC);
 		r = g->fd < 0 ? -errno : amdgpu_device_initialize(g->fd, &major, &minor, &g->dev);
@@ -1098,10 +1073,10 @@ int main(int argc, char **argv)
 		check_prime(g);
 		check_errors(g);
 	}
-	prefix = "";
+	tap_prefix = "";
 	check_kfd_checkpoint();
 	if (copy_mib && gpus[0].dev) {
-		prefix = "";
+		tap_prefix = "";
 		check_throughput(&gpus[0], copy_mib);
 	}
 
@@ -1111,6 +1086,5 @@ int main(int argc, char **argv)
 		if (gpus[i].fd >= 0)
 			close(gpus[i].fd);
 	}
-	printf("1..%u\n", test_n);
-	return failed ? 1 : 0;
+	return tap_done();
 }

@@ -20,6 +20,8 @@
  */
 #include <hip/hip_runtime_api.h>
 
+#include "client_tap.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -33,23 +35,7 @@
 #define STEP_SECONDS 60
 #define BYTES (4u << 20)
 
-static int n_test, n_failed;
 static const char *volatile step = "start";
-
-static void ok(int good, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int good, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_test++;
-	n_failed += !good;
-	printf("%sok %d - ", good ? "" : "not ", n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
 
 static void on_alarm(int sig)
 {
@@ -57,8 +43,8 @@ static void on_alarm(int sig)
 	int n;
 
 	(void)sig;
-	n = snprintf(line, sizeof(line), "not ok %d - %s: did not return within %d s\n1..%d\n", n_test + 1, step,
-		     STEP_SECONDS, n_test + 1);
+	n = snprintf(line, sizeof(line), "not ok %u - %s: did not return within %d s\n1..%u\n", tap_n + 1, step,
+		     STEP_SECONDS, tap_n + 1);
 	if (write(STDOUT_FILENO, line, (size_t)n) < 0)
 		_exit(3);
 	_exit(2);
@@ -165,6 +151,5 @@ int main(int argc, char **argv)
 	if (count > 0)
 		check_needs_shaders();
 	alarm(0);
-	printf("1..%d\n", n_test);
-	return n_failed ? 1 : 0;
+	return tap_done();
 }

@@ -26,6 +26,7 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
+#include "client_tap.h"
 #include "hsa_aql.h"
 
 #include <inttypes.h>
@@ -54,22 +55,6 @@ static int n_gpus;
 static hsa_agent_t cpu;
 static hsa_amd_memory_pool_t sys_pool;
 static int has_cpu, has_sys;
-static int n_test, n_failed;
-
-static void ok(int good, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int good, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", good ? "ok" : "not ok", ++n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!good)
-		n_failed++;
-}
 
 static const char *status_text(hsa_status_t s)
 {
@@ -418,6 +403,5 @@ int main(int argc, char **argv)
 	s = hsa_shut_down();
 	ok(s == HSA_STATUS_SUCCESS, "hsa_shut_down: %s", status_text(s));
 out:
-	printf("1..%d\n", n_test);
-	return n_failed ? 1 : 0;
+	return tap_done();
 }

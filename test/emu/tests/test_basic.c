@@ -296,6 +296,20 @@ static void test_clock_counters(struct ctx *ctx)
 	       "GET_CLOCK_COUNTERS with an unknown gpu_id -> 0, gpu counter 0 (§1.2)");
 }
 
+/*
+ * @req with @args on the first GPU, then on an unknown gpu_id (@gpu_id points
+ * into @args): it succeeds, then fails with EINVAL, as in 6.1.
+ */
+static void gpu_id_checked(struct ctx *ctx, unsigned long req, void *args, uint32_t *gpu_id,
+			   const char *name)
+{
+	*gpu_id = ctx->gpu[0].id;
+	tap_errno(kfd_ioctl(ctx->kfd, req, args), 0, "%s succeeds", name);
+	*gpu_id = ctx->bogus_gpu_id;
+	tap_errno(kfd_ioctl(ctx->kfd, req, args), EINVAL,
+		  "%s with an unknown gpu_id -> EINVAL (6.1)", name);
+}
+
 void test_misc(struct ctx *ctx)
 {
 	struct kfd_ioctl_set_scratch_backing_va_args s;
@@ -307,23 +321,13 @@ void test_misc(struct ctx *ctx)
 	test_clock_counters(ctx);
 
 	memset(&s, 0, sizeof(s));
-	s.gpu_id = ctx->gpu[0].id;
 	s.va_addr = va_alloc(ctx, 1 << 20);
-	r = kfd_ioctl(ctx->kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &s);
-	tap_errno(r, 0, "SET_SCRATCH_BACKING_VA succeeds");
-	s.gpu_id = ctx->bogus_gpu_id;
-	r = kfd_ioctl(ctx->kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &s);
-	tap_errno(r, EINVAL, "SET_SCRATCH_BACKING_VA with an unknown gpu_id -> EINVAL (6.1)");
+	gpu_id_checked(ctx, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &s, &s.gpu_id, "SET_SCRATCH_BACKING_VA");
 
 	memset(&t, 0, sizeof(t));
-	t.gpu_id = ctx->gpu[0].id;
 	t.tba_addr = va_alloc(ctx, 8192);
 	t.tma_addr = t.tba_addr + 4096;
-	r = kfd_ioctl(ctx->kfd, AMDKFD_IOC_SET_TRAP_HANDLER, &t);
-	tap_errno(r, 0, "SET_TRAP_HANDLER succeeds");
-	t.gpu_id = ctx->bogus_gpu_id;
-	r = kfd_ioctl(ctx->kfd, AMDKFD_IOC_SET_TRAP_HANDLER, &t);
-	tap_errno(r, EINVAL, "SET_TRAP_HANDLER with an unknown gpu_id -> EINVAL (6.1)");
+	gpu_id_checked(ctx, AMDKFD_IOC_SET_TRAP_HANDLER, &t, &t.gpu_id, "SET_TRAP_HANDLER");
 
 	memset(&tc, 0, sizeof(tc));
 	tc.gpu_id = ctx->gpu[0].id;

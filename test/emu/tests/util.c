@@ -255,7 +255,16 @@ int bo_free(int kfd, uint64_t handle)
 	return kfd_ioctl(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &a);
 }
 
-int bo_map(int kfd, uint64_t handle, const uint32_t *ids, uint32_t n, uint32_t *n_success)
+/*
+ * MAP_MEMORY_TO_GPU and UNMAP_MEMORY_FROM_GPU take the same arguments, one
+ * layout under two names; n_success goes in and comes back.
+ */
+_Static_assert(sizeof(struct kfd_ioctl_map_memory_to_gpu_args) ==
+		       sizeof(struct kfd_ioctl_unmap_memory_from_gpu_args),
+	       "MAP and UNMAP_MEMORY take one layout");
+
+static int bo_map_ioctl(int kfd, unsigned long req, uint64_t handle, const uint32_t *ids, uint32_t n,
+			uint32_t *n_success)
 {
 	struct kfd_ioctl_map_memory_to_gpu_args a = {
 		.handle = handle,
@@ -263,26 +272,21 @@ int bo_map(int kfd, uint64_t handle, const uint32_t *ids, uint32_t n, uint32_t *
 		.n_devices = n,
 		.n_success = n_success ? *n_success : 0,
 	};
-	int r = kfd_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &a);
+	int r = kfd_ioctl(kfd, req, &a);
 
 	if (n_success)
 		*n_success = a.n_success;
 	return r;
 }
 
+int bo_map(int kfd, uint64_t handle, const uint32_t *ids, uint32_t n, uint32_t *n_success)
+{
+	return bo_map_ioctl(kfd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle, ids, n, n_success);
+}
+
 int bo_unmap(int kfd, uint64_t handle, const uint32_t *ids, uint32_t n, uint32_t *n_success)
 {
-	struct kfd_ioctl_unmap_memory_from_gpu_args a = {
-		.handle = handle,
-		.device_ids_array_ptr = (uint64_t)(uintptr_t)ids,
-		.n_devices = n,
-		.n_success = n_success ? *n_success : 0,
-	};
-	int r = kfd_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &a);
-
-	if (n_success)
-		*n_success = a.n_success;
-	return r;
+	return bo_map_ioctl(kfd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle, ids, n, n_success);
 }
 
 void *bo_cpu_map(int render_fd, uint64_t offset, uint64_t size, int prot, int flags)
@@ -390,50 +394,54 @@ bool stays_still(volatile uint64_t *p, int window_ms, uint64_t *before, uint64_t
 	return *before == *after;
 }
 
-int send_fd(int sock, int fd)
-{
-	char byte = 'F';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+/* One byte over a unix socket with room for one fd beside it (SCM_RIGHTS). */
+struct fd_msg {
+	char byte;
+	struct iovec iov;
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	struct msghdr msg;
+};
 
-	memset(u.buf, 0, sizeof(u.buf));
+static void fd_msg_init(struct fd_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->byte = 'F';
+	m->iov = (struct iovec){ .iov_base = &m->byte, .iov_len = 1 };
+	m->msg = (struct msghdr){
+		.msg_iov = &m->iov,
+		.msg_iovlen = 1,
+		.msg_control = m->u.buf,
+		.msg_controllen = sizeof(m->u.buf),
+	};
+}
+
+int send_fd(int sock, int fd)
+{
+	struct fd_msg m;
+	struct cmsghdr *c;
+
+	fd_msg_init(&m);
+	c = CMSG_FIRSTHDR(&m.msg);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
+	return sendmsg(sock, &m.msg, 0) == 1 ? 0 : -errno;
 }
 
 int recv_fd(int sock)
 {
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf),
-	};
+	struct fd_msg m;
 	struct cmsghdr *c;
 	int fd;
 
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
+	fd_msg_init(&m);
+	if (recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC) != 1)
 		return -EIO;
-	c = CMSG_FIRSTHDR(&msg);
+	c = CMSG_FIRSTHDR(&m.msg);
 	if (!c || c->cmsg_type != SCM_RIGHTS)
 		return -EIO;
 	memcpy(&fd, CMSG_DATA(c), sizeof(int));

@@ -12,12 +12,13 @@
 
 namespace amdgpu::test {
 
-// A fresh directory under $TMPDIR, removed with everything in it at the end of the scope.
+// A fresh directory under $TMPDIR (or `base`), removed with everything in it at the end of the
+// scope.
 class TempDir {
 public:
-	TempDir()
+	explicit TempDir(const std::filesystem::path &base = std::filesystem::temp_directory_path())
 	{
-		std::string tmpl = (std::filesystem::temp_directory_path() / "amdgpu-test-XXXXXX").string();
+		std::string tmpl = (base / "amdgpu-test-XXXXXX").string();
 		if (!mkdtemp(tmpl.data()))
 			throw std::runtime_error("mkdtemp failed");
 		path_ = tmpl;
@@ -34,6 +35,7 @@ public:
 	TempDir &operator=(const TempDir &) = delete;
 
 	const std::filesystem::path &path() const { return path_; }
+	std::string str() const { return path_.string(); }
 	int fd() const { return fd_; }
 
 	// Writes `bytes` to the file `name` inside the directory.
