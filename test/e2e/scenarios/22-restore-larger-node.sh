@@ -22,7 +22,7 @@ for w in kfd hsakmt; do
 		continue
 	fi
 	n=$(emu_gpu_nodes | wc -l)
-	[ "$n" -eq 4 ] || log "4xmi210 shows $n GPUs"
+	tap_check "$w: the node after the reload is larger: 4 GPUs ($n)" test "$n" -eq 4
 	if wl_restore "$img"; then
 		tap_ok "$w: criu restore on 4xmi210"
 	else

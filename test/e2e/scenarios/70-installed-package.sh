@@ -29,12 +29,27 @@ overlay() {
 	mkdir -p "$base/upper" "$base/work" &&
 		mount -t overlay overlay -o "lowerdir=$dir,upperdir=$base/upper,workdir=$base/work" "$dir"
 }
-if modprobe overlay && overlay /usr && overlay /var && overlay /etc; then
+# A checkout under /usr, /var or /etc (a clone in /var/tmp, say) would otherwise be seen through
+# the overlay: another device, without the run directory mounted inside it, and criu refuses a
+# task whose files resolve to other inodes than the ones it opened. Keep the checkout (with the
+# mounts inside it) aside, and put it back over the overlay.
+repo_devs=$(stat -c %d "$VM_REPO" "$RESULTS_DIR")
+keep_repo() {
+	case "$VM_REPO/" in
+	/usr/* | /var/* | /etc/*) mkdir -p /tmp/pkg-repo && mount --rbind "$VM_REPO" /tmp/pkg-repo ;;
+	esac
+}
+show_repo() {
+	! mountpoint -q /tmp/pkg-repo || mount --rbind /tmp/pkg-repo "$VM_REPO"
+}
+if modprobe overlay && keep_repo && overlay /usr && overlay /var && overlay /etc && show_repo; then
 	tap_ok "the guest's own /usr, /var and /etc (overlays on tmpfs)"
 else
 	tap_not_ok "the guest's own /usr, /var and /etc (overlays on tmpfs)"
 	e2e_done
 fi
+tap_check "the checkout ($VM_REPO) and the results are still the host's, not the overlay's" \
+	test "$(stat -c %d "$VM_REPO" "$RESULTS_DIR")" = "$repo_devs"
 
 tap_check "no plugin in criu's default directory before the install" test ! -e /usr/lib/criu/amdgpu_plugin.so
 # man-db's trigger would re-index every manual page over 9p for minutes; container images skip it too
