@@ -21,7 +21,7 @@ emu_load preset=2xmi210 || exit 1
 state=$RESULTS_DIR/w34.state
 imgs=/tmp/img-34 # the guest's tmpfs: a file system with holes
 rm -rf "$imgs"
-if ! wl_start pid w34 "$state" hsakmt_workload --vram-mb 48 --bo-mb 8 --zeros 80; then
+if ! wl_start hsakmt w34 --vram-mb 48 --bo-mb 8 --zeros 80; then
 	tap_not_ok "hsakmt_workload --zeros 80 starts"
 	tap_done
 fi
@@ -39,7 +39,7 @@ if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
 	tap_ok "dumped"
 else
 	tap_not_ok "dumped" "criu status $rc: $(grep -m3 Error "$dump_log")"
-	wl_stop "$pid"
+	wl_kill "$pid"
 	tap_done
 fi
 # the task's output file as dumped: criu restores a file only at the size it had
@@ -70,8 +70,8 @@ filled=$(sum_figure "$restore_log" restored 7)
 # the 8-byte header shifts off the zero test's blocks, hold data and zeros)
 tap_check "the restore read $read_mib MiB (no more than the $on_disk MiB on disk) and the engine filled $filled MiB" \
 	awk -v r="$read_mib" -v d="$on_disk" -v f="$filled" 'BEGIN { exit !(r <= d + 0.2 && f > 0) }'
-tap_wl_check "restored from sparse images: verifies" "$pid" USR1 "$state" 120
-tap_wl_check "restored from sparse images: queues beat" "$pid" USR2 "$state" 60
+tap_verify "restored from sparse images: verifies" "$pid" "$state"
+tap_heartbeat "restored from sparse images: queues beat" "$pid" "$state"
 tap_same_task "restored from sparse images" "$RESULTS_DIR/w34.dumped" "$pid"
 kill -KILL "$pid"
 wait_for "! kill -0 $pid 2>/dev/null" 30
@@ -94,11 +94,11 @@ read_mib=$(sum_figure "$CRIU_LAST_LOG" restored 6)
 filled=$(sum_figure "$CRIU_LAST_LOG" restored 7)
 tap_check "dense images: all $read_mib of $logical MiB read, nothing filled ($filled)" \
 	awk -v r="$read_mib" -v l="$logical" -v f="$filled" 'BEGIN { exit !(r == l && f == 0) }'
-tap_wl_check "restored from dense images: verifies" "$pid" USR1 "$state" 120
+tap_verify "restored from dense images: verifies" "$pid" "$state"
 tap_same_task "restored from dense images" "$RESULTS_DIR/w34.dumped" "$pid"
 
 kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
+wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
 [ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
 emu_unload
 tap_done

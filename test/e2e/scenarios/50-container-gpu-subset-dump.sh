@@ -42,7 +42,7 @@ tap_check "outside, both GPUs read" cat "$KFD_TOPOLOGY/${nodes[0]}/gpu_id" "$KFD
 state=$RESULTS_DIR/w50.state
 imgs=$RESULTS_DIR/images
 rm -rf "$imgs"
-if ! WL_CGROUP=$cg wl_start pid w50 "$state" kfd_workload; then
+if ! WL_CGROUP=$cg wl_start kfd w50; then
 	tap_not_ok "kfd_workload starts in the container"
 	tap_done
 fi
@@ -51,7 +51,7 @@ if [ "$(grep -c '^gpu ' "$state")" -eq 1 ] && grep -q "^gpu 0 .* gpu_id $shown "
 else
 	tap_not_ok "the workload sees only GPU $shown" "$(grep '^gpu ' "$state" | tr '\n' ';')"
 fi
-tap_wl_check "verified in the container" "$pid" USR1 "$state" 120
+tap_verify "verified in the container" "$pid" "$state"
 
 task_snapshot "$pid" "$RESULTS_DIR/w50.dumped"
 criu_dump "$pid" "$imgs"
@@ -61,7 +61,7 @@ if [ "$rc" -eq 0 ]; then
 else
 	tap_not_ok "criu (seeing both GPUs) dumps the container's workload" \
 		"criu status $rc: $(grep -m3 -E 'Error|amdgpu_plugin: .*(fail|cannot)' "$CRIU_LAST_LOG")"
-	wl_stop "$pid"
+	wl_kill "$pid"
 	tap_done
 fi
 tap_check "the kfd image describes one GPU" grep -q 'amdgpu_plugin: pid [0-9]*: saved amdgpu-kfd-[0-9]*.img (1 GPUs' "$CRIU_LAST_LOG"
@@ -71,7 +71,7 @@ if [ "${#pages[@]}" -eq 1 ] && [ "${pages[0]%-"${shown#0x}".img}" != "${pages[0]
 else
 	tap_not_ok "one pages image, for GPU $shown" "${pages[*]##*/}"
 fi
-wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_stop "$pid"
+wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_kill "$pid"
 
 criu_restore "$imgs"
 rc=$?
@@ -83,12 +83,12 @@ else
 	tap_done
 fi
 tap_check "the restored task is in the container" grep -qx "$pid" "$cg/cgroup.procs"
-tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
-tap_wl_check "restored queue beats" "$pid" USR2 "$state" 60
+tap_verify "restored workload verifies" "$pid" "$state"
+tap_heartbeat "restored queue beats" "$pid" "$state"
 tap_same_task "restored in the container" "$RESULTS_DIR/w50.dumped" "$pid"
 
 kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
+wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
 [ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
 gpu_access clear
 emu_unload

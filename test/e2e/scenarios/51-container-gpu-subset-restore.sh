@@ -24,11 +24,11 @@ gpu_access "$(cg_path "$cg") ${ids[1]}"
 state=$RESULTS_DIR/w51.state
 imgs=$RESULTS_DIR/images
 rm -rf "$imgs"
-if ! WL_CGROUP=$cg wl_start pid w51 "$state" kfd_workload; then
+if ! WL_CGROUP=$cg wl_start kfd w51; then
 	tap_not_ok "kfd_workload starts in the container"
 	tap_done
 fi
-tap_wl_check "verified in the container on GPU ${ids[1]}" "$pid" USR1 "$state" 120
+tap_verify "verified in the container on GPU ${ids[1]}" "$pid" "$state"
 task_snapshot "$pid" "$RESULTS_DIR/w51.dumped"
 criu_dump "$pid" "$imgs"
 rc=$?
@@ -36,7 +36,7 @@ if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
 	tap_ok "dumped from the container"
 else
 	tap_not_ok "dumped from the container" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
-	wl_stop "$pid"
+	wl_kill "$pid"
 	tap_done
 fi
 
@@ -52,7 +52,7 @@ if [ "$rc" -ne 0 ] && ! kill -0 "$pid" 2>/dev/null; then
 	tap_ok "restore into a container without GPUs fails, no task left"
 else
 	tap_not_ok "restore into a container without GPUs fails, no task left" "criu status $rc"
-	wl_stop "$pid"
+	wl_kill "$pid"
 fi
 tap_check "the plugin says why" grep -q 'amdgpu_plugin: .*GPU' "$log"
 grep -m2 'amdgpu_plugin: .*\(GPU\|fail\)' "$log" | sed 's/^/#   /'
@@ -70,12 +70,12 @@ else
 fi
 tap_check "GPU map ${ids[1]} -> ${new_ids[0]}" grep -q "GPU map (image -> local) ${ids[1]}->${new_ids[0]}\$" "$log"
 tap_check "the restored task is in the container" grep -qx "$pid" "$cg/cgroup.procs"
-tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
-tap_wl_check "restored queue beats" "$pid" USR2 "$state" 60
+tap_verify "restored workload verifies" "$pid" "$state"
+tap_heartbeat "restored queue beats" "$pid" "$state"
 tap_same_task "restored in the container" "$RESULTS_DIR/w51.dumped" "$pid"
 
 kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
+wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
 [ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
 gpu_access clear
 emu_unload

@@ -20,7 +20,7 @@ emu_load preset=2xmi210 || exit 1
 state=$RESULTS_DIR/w52.state
 imgs=$RESULTS_DIR/images
 rm -rf "$imgs"
-if ! wl_start pid w52 "$state" kfd_workload; then
+if ! wl_start kfd w52; then
 	tap_not_ok "kfd_workload starts"
 	tap_done
 fi
@@ -31,7 +31,7 @@ if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
 	tap_ok "dumped"
 else
 	tap_not_ok "dumped" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
-	wl_stop "$pid"
+	wl_kill "$pid"
 	tap_done
 fi
 
@@ -65,7 +65,7 @@ if wait_for "! kill -0 $pid 2>/dev/null" 10; then
 	tap_ok "no task left running"
 else
 	tap_not_ok "no task left running" "pid $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline)"
-	wl_stop "$pid"
+	wl_kill "$pid"
 fi
 tap_check "the emulator holds no KFD process" \
 	wait_for "! grep -q '^pid\\|^process' /sys/kernel/debug/amdgpu_emu/processes" 10
@@ -84,12 +84,12 @@ else
 fi
 tap_check "the plugin says where it found GPU ${ids[1]}'s node" \
 	grep -q "amdgpu_plugin: GPU ${ids[1]}: its render node renderD$minor is $other" "$CRIU_LAST_LOG"
-tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
-tap_wl_check "restored queues beat" "$pid" USR2 "$state" 60
+tap_verify "restored workload verifies" "$pid" "$state"
+tap_heartbeat "restored queues beat" "$pid" "$state"
 tap_same_task "restored" "$RESULTS_DIR/w52.dumped" "$pid"
 
 kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
+wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
 [ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
 unswap
 emu_unload

@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+#
+# Running criu on a workload and reporting it in TAP. Sourced in the guest after test/vm/lib.sh
+# (criu_dump, criu_restore, CRIU_LAST_LOG) by test/e2e/lib.sh.
+#
+#   wl_dump <pid> <dir> [criu args...]        criu dump --link-remap (any ROCm process needs it)
+#   wl_restore <dir> [criu args...]           criu restore -d
+#   tap_dump <name> <pid> <dir> [args...]     one TAP result: the dump succeeds (names the log)
+#   tap_dump_gone <name> <pid> <state> <dir> [args...]   tap_dump, then the dumped task is let go
+#                                             of (waits for it, SIGKILL if it stays)
+#   tap_restore <name> <dir> [args...]        one TAP result: the restore succeeds (names the log)
+#   tap_restore_fails <name> <dir> [args...]  one TAP result: the restore fails
+#   criu_log_names <path>                     the log's path as the results name it
+#   criu_killer_script <action> <stamp file>  path of an action script that stamps the time (µs)
+#                                             into the file and SIGKILLs criu at that action
+#   criu_kill_now <stamp file>                SIGKILL the criu of criu_start (unless its script
+#                                             did), reap it, clear the emulator's faults and engine
+#                                             slowdown; CRIU_KILLED_US: when criu died
+#   now_us                                    the time in µs (the clock of the stamps above)
+#   criu_version                              the version the criu in PATH reports ("4.2.1")
+#   criu_has_inventory_plugins                true for criu 4.1 and newer
+
+wl_dump() {
+	local pid=$1 dir=$2
+	shift 2
+	rm -rf "$dir"
+	criu_dump "$pid" "$dir" --link-remap "$@"
+}
+
+wl_restore() {
+	local dir=$1
+	shift
+	criu_restore "$dir" "$@"
+}
+
+criu_log_names() { echo "see ${1#"$RESULTS_DIR"/}"; }
+
+tap_dump() {
+	local name=$1 p=$2 dir=$3
+	shift 3
+	if wl_dump "$p" "$dir" "$@"; then
+		tap_ok "$name"
+	else
+		tap_not_ok "$name" "$(criu_log_names "$CRIU_LAST_LOG")"
+		return 1
+	fi
+}
+
+tap_dump_gone() {
+	local name=$1 p=$2 state=$3 rc=0
+	shift 3
+	tap_dump "$name" "$p" "$@" || rc=1
+	wait_for "task_gone $p '$state'" 10 || wl_kill "$p"
+	return "$rc"
+}
+
+tap_restore() {
+	local name=$1
+	shift
+	if wl_restore "$@"; then
+		tap_ok "$name"
+	else
+		tap_not_ok "$name" "$(criu_log_names "$CRIU_LAST_LOG")"
+		return 1
+	fi
+}
+
+# tap_restore_fails: false when the restore succeeded (the caller may have a task to end).
+tap_restore_fails() {
+	local name=$1
+	shift
+	if wl_restore "$@"; then
+		tap_not_ok "$name" "it succeeded"
+		return 1
+	fi
+	tap_ok "$name"
+}
+
+criu_version() {
+	criu --version 2>/dev/null | sed -n 's/^Version: *//p'
+}
+
+criu_has_inventory_plugins() {
+	local v major minor
+	v=$(criu_version)
+	major=${v%%.*} minor=${v#*.}
+	minor=${minor%%.*}
+	[ "${major:-0}" -gt 4 ] || { [ "${major:-0}" -eq 4 ] && [ "${minor:-0}" -ge 1 ]; }
+}
+
+# --- criu killed on purpose (e2e/90, e2e/91) ---------------------------------------------------
+
+now_us() { echo "${EPOCHREALTIME/./}"; }
+
+criu_killer_script() {
+	local action=$1 stamp=$2 script=/tmp/e2e-kill-criu-$1.sh
+	cat >"$script" <<SH
+#!/bin/sh
+# criu runs its action scripts as its own children
+[ "\$CRTOOLS_SCRIPT_ACTION" = $action ] || exit 0
+date +%s%6N >$stamp
+kill -KILL "\$PPID"
+SH
+	chmod +x "$script"
+	echo "$script"
+}
+
+criu_kill_now() {
+	kill -KILL "$CRIU_PID" 2>/dev/null
+	CRIU_KILLED_US=$(now_us)
+	[ ! -s "$1" ] || CRIU_KILLED_US=$(cat "$1")
+	wait "$CRIU_PID" 2>/dev/null
+	echo clear >"$EMU_DEBUGFS/fault"
+	echo 0 >/sys/module/amdgpu_emu/parameters/sdma_mbps
+}
