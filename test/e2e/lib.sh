@@ -25,6 +25,9 @@
 #   scenario_warnings_begin / tap_no_kernel_warnings   WARNING/BUG/Oops in dmesg since begin
 #   e2e_done                         unload the emulator, check the kernel log, end the TAP plan
 #   guard_gone                       no amdgpu-guard process is left
+#   guest_overlays <base dir>        the guest's own writable /usr, /var and /etc (overlays on
+#                                    tmpfs under <base dir>) for this mount namespace; the
+#                                    checkout stays the host's
 
 # shellcheck source=test/e2e/lib/workloads.sh
 . "$VM_REPO/test/e2e/lib/workloads.sh"
@@ -136,3 +139,22 @@ e2e_done() {
 }
 
 guard_gone() { ! pgrep -x amdgpu-guard >/dev/null; }
+
+# guest_overlays <base dir>: overlays over /usr, /var and /etc (the host's root, seen over 9p, is
+# not touched; they go with the caller's mount namespace). A checkout under one of them (a clone in
+# /var/tmp, say) would otherwise be seen through the overlay: another device, without the run
+# directory mounted inside it, and criu refuses a task whose files resolve to other inodes than
+# the ones it opened. So the checkout, with the mounts inside it, is kept aside and put back on top.
+guest_overlays() {
+	local base=$1 dir aside=$1/checkout
+	case "$VM_REPO/" in
+	/usr/* | /var/* | /etc/*) mkdir -p "$aside" && mount --rbind "$VM_REPO" "$aside" || return 1 ;;
+	esac
+	modprobe overlay || return 1
+	for dir in /usr /var /etc; do
+		mkdir -p "$base$dir/upper" "$base$dir/work" &&
+			mount -t overlay overlay -o "lowerdir=$dir,upperdir=$base$dir/upper,workdir=$base$dir/work" "$dir" ||
+			return 1
+	done
+	! mountpoint -q "$aside" || mount --rbind "$aside" "$VM_REPO"
+}

@@ -47,13 +47,6 @@ pm() {
 		--cgroup-manager cgroupfs --events-backend file --runtime "$PODMAN_RUNTIME" "$@"
 }
 
-# guest_overlay <dir>: the guest's own writable copy of <dir>, gone with this mount namespace
-guest_overlay() {
-	local dir=$1 base=$PODMAN_DIR/overlay$1
-	mkdir -p "$base/upper" "$base/work" &&
-		mount -t overlay overlay -o "lowerdir=$dir,upperdir=$base/upper,workdir=$base/work" "$dir"
-}
-
 # The image: the workloads, busybox as /bin/sh, and every shared library they and the ROCm
 # libraries load (ldd's closure), at their paths.
 podman_image() {
@@ -88,7 +81,7 @@ podman_setup() {
 	[ -e "$deb" ] || { tap_not_ok "the package is built" "no $deb: run make deb (make check does)"; e2e_done; }
 	rm -rf "$PODMAN_DIR"
 	mkdir -p "$PODMAN_DIR"
-	if modprobe overlay && guest_overlay /usr && guest_overlay /var && guest_overlay /etc &&
+	if guest_overlays "$PODMAN_DIR/overlay" &&
 		dpkg-deb -x "$deb" / && mkdir -p /etc/criu && echo link-remap >/etc/criu/runc.conf &&
 		podman_image; then
 		tap_ok "podman $(podman --version | awk '{ print $3 }') with $PODMAN_RUNTIME, the plugin from $(basename "$deb"), a local image"

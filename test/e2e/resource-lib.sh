@@ -4,7 +4,10 @@
 # test/e2e/demo-guest.sh and test/bench/transfer.sh. Sourced after test/vm/lib.sh, in the guest,
 # from the repo root.
 #
-#   (starting and asking workloads: test/e2e/lib/workloads.sh, sourced here)
+#   (starting and asking workloads: test/e2e/lib/workloads.sh; criu in TAP: test/e2e/lib/criu.sh;
+#    both sourced here)
+#   resource_require <workload>                             skip (77) unless emulator, plugin and
+#                                                           that workload are built
 #   state_vram_mib <state>                                  MiB of VRAM BOs a state file lists
 #   mem_mib <MemTotal|MemAvailable>                         from /proc/meminfo
 #   copy_figures <criu log> <saved|restored>                the plugin's per-GPU copy lines:
@@ -18,8 +21,16 @@
 
 # shellcheck source=test/e2e/lib/workloads.sh
 . "$VM_REPO/test/e2e/lib/workloads.sh"
+# shellcheck source=test/e2e/lib/criu.sh
+. "$VM_REPO/test/e2e/lib/criu.sh"
 # shellcheck source=test/e2e/task-snapshot.sh
 . "$VM_REPO/test/e2e/task-snapshot.sh"
+
+resource_require() {
+	[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
+	[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
+	[ -x "$E2E_BIN/$1_workload" ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+}
 
 # state_vram_mib <state>: MiB of VRAM BOs the state file lists.
 state_vram_mib() {
@@ -111,9 +122,7 @@ gpu_access() {
 vram_roundtrip() {
 	local gpus=$1 per_gpu=$2 bo=$3 need avail state imgs pid vram rc t0 t_dump t_restore
 	local dump_log restore_log pages gpu mib s mbps staging
-	[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-	[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-	[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+	resource_require kfd
 	# The emulated VRAM is guest RAM: the BOs, plus criu, the staging rings and slack.
 	need=$((gpus * per_gpu + 384))
 	avail=$(mem_mib MemAvailable)

@@ -250,6 +250,20 @@ tap_dmesg_clean() {
 	fi
 }
 
+# emu_tap_relay <preset> <what> <cmd...>: loads the emulator with the preset, relays the TAP of
+# cmd (a test program run against it) prefixed with the preset, and unloads it; a failed load or
+# unload is a result of its own ("<preset>: unload after <what>").
+emu_tap_relay() {
+	local p=$1 what=$2
+	shift 2
+	if ! emu_reload preset="$p"; then
+		tap_not_ok "$p: load"
+		return 1
+	fi
+	tap_relay "$p" "$@"
+	emu_unload || tap_not_ok "$p: unload after $what"
+}
+
 # --- TAP -------------------------------------------------------------------------------------
 
 TAP_N=0

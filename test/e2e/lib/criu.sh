@@ -11,7 +11,13 @@
 #                                             of (waits for it, SIGKILL if it stays)
 #   tap_restore <name> <dir> [args...]        one TAP result: the restore succeeds (names the log)
 #   tap_restore_fails <name> <dir> [args...]  one TAP result: the restore fails
+#   tap_dumped_or_end <name> <pid> <dir> [criu args...]   criu_dump as it is (no --link-remap) as
+#                                             one TAP result: it succeeds and the task is gone; if
+#                                             not, the task is killed and the scenario ends there
+#   tap_restored_or_end <name> <pid> <dir> [criu args...] criu_restore as one TAP result: it
+#                                             succeeds and the task <pid> runs; if not, the end
 #   criu_log_names <path>                     the log's path as the results name it
+#   criu_errors <log>                         its first error lines, on one line
 #   criu_killer_script <action> <stamp file>  path of an action script that stamps the time (µs)
 #                                             into the file and SIGKILLs criu at that action
 #   criu_kill_now <stamp file>                SIGKILL the criu of criu_start (unless its script
@@ -75,6 +81,35 @@ tap_restore_fails() {
 		return 1
 	fi
 	tap_ok "$name"
+}
+
+criu_errors() { grep -m3 -E 'Error|amdgpu_plugin: .*(fail|cannot)' "$1" | tr '\n' ';'; }
+
+tap_dumped_or_end() {
+	local name=$1 p=$2 rc
+	shift 2
+	criu_dump "$p" "$@"
+	rc=$?
+	if [ "$rc" -eq 0 ] && wait_for "! kill -0 $p 2>/dev/null" 10; then
+		tap_ok "$name"
+		return 0
+	fi
+	tap_not_ok "$name" "criu status $rc: $(criu_errors "$CRIU_LAST_LOG")"
+	wl_kill "$p"
+	tap_done
+}
+
+tap_restored_or_end() {
+	local name=$1 p=$2 rc
+	shift 2
+	criu_restore "$@"
+	rc=$?
+	if [ "$rc" -eq 0 ] && kill -0 "$p" 2>/dev/null; then
+		tap_ok "$name"
+		return 0
+	fi
+	tap_not_ok "$name" "criu status $rc: $(criu_errors "$CRIU_LAST_LOG")"
+	tap_done
 }
 
 criu_version() {

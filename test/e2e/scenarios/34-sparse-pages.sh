@@ -13,9 +13,7 @@
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
 
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-[ -x test/e2e/bin/hsakmt_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+resource_require hsakmt
 
 emu_load preset=2xmi210 || exit 1
 state=$RESULTS_DIR/w34.state
@@ -32,16 +30,8 @@ sum_figure() { copy_figures "$1" "$2" | awk -v f="$3" '{ s += $f } END { printf 
 # allocated_mib <files...>: what the files occupy on disk
 allocated_mib() { du -k -c "$@" 2>/dev/null | awk 'END { printf "%.1f", $1 / 1024 }'; }
 
-criu_dump "$pid" "$imgs"
-rc=$?
+tap_dumped_or_end "dumped" "$pid" "$imgs"
 dump_log=$CRIU_LAST_LOG
-if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
-	tap_ok "dumped"
-else
-	tap_not_ok "dumped" "criu status $rc: $(grep -m3 Error "$dump_log")"
-	wl_kill "$pid"
-	tap_done
-fi
 # the task's output file as dumped: criu restores a file only at the size it had
 cp "$RESULTS_DIR/w34.out" "$RESULTS_DIR/w34.out.dumped"
 copy_figures "$dump_log" saved | sed 's/^/#   saved: gpu MiB s MB\/s staging written zeros: /'
@@ -54,15 +44,8 @@ on_disk=$(allocated_mib "$imgs"/amdgpu-pages-*.img)
 tap_check "the pages files occupy $on_disk MiB on disk, no more than the $written MiB written (+1 MiB)" \
 	awk -v d="$on_disk" -v w="$written" 'BEGIN { exit !(d <= w + 1) }'
 
-criu_restore "$imgs"
-rc=$?
+tap_restored_or_end "restored from the sparse images" "$pid" "$imgs"
 restore_log=$CRIU_LAST_LOG
-if [ "$rc" -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
-	tap_ok "restored from the sparse images"
-else
-	tap_not_ok "restored from the sparse images" "criu status $rc: $(grep -m3 Error "$restore_log")"
-	tap_done
-fi
 copy_figures "$restore_log" restored | sed 's/^/#   restored: gpu MiB s MB\/s staging read zeros: /'
 read_mib=$(sum_figure "$restore_log" restored 6)
 filled=$(sum_figure "$restore_log" restored 7)
@@ -82,14 +65,7 @@ for f in "$imgs"/amdgpu-pages-*.img; do
 done
 dense=$(allocated_mib "$imgs"/amdgpu-pages-*.img)
 cp "$RESULTS_DIR/w34.out.dumped" "$RESULTS_DIR/w34.out"
-criu_restore "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
-	tap_ok "restored from the same images made dense ($dense MiB on disk)"
-else
-	tap_not_ok "restored from the same images made dense" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
-	tap_done
-fi
+tap_restored_or_end "restored from the same images made dense ($dense MiB on disk)" "$pid" "$imgs"
 read_mib=$(sum_figure "$CRIU_LAST_LOG" restored 6)
 filled=$(sum_figure "$CRIU_LAST_LOG" restored 7)
 tap_check "dense images: all $read_mib of $logical MiB read, nothing filled ($filled)" \

@@ -15,9 +15,7 @@
 
 bound_mib=8
 slack_mib=8
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+resource_require kfd
 [ -x /usr/bin/time ] || { echo "GNU time is not installed (Debian package time; scripts/install-deps.sh)"; exit 77; }
 avail=$(mem_mib MemAvailable)
 [ "$avail" -ge 900 ] || { echo "guest has $avail MiB available, this needs 900"; exit 77; }

@@ -11,9 +11,7 @@
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
 
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+resource_require kfd
 
 emu_load preset=2xmi210 || exit 1
 mapfile -t ids < <(gpu_ids_hex)
@@ -54,16 +52,7 @@ fi
 tap_verify "verified in the container" "$pid" "$state"
 
 task_snapshot "$pid" "$RESULTS_DIR/w50.dumped"
-criu_dump "$pid" "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ]; then
-	tap_ok "criu (seeing both GPUs) dumps the container's workload"
-else
-	tap_not_ok "criu (seeing both GPUs) dumps the container's workload" \
-		"criu status $rc: $(grep -m3 -E 'Error|amdgpu_plugin: .*(fail|cannot)' "$CRIU_LAST_LOG")"
-	wl_kill "$pid"
-	tap_done
-fi
+tap_dumped_or_end "criu (seeing both GPUs) dumps the container's workload" "$pid" "$imgs"
 tap_check "the kfd image describes one GPU" grep -q 'amdgpu_plugin: pid [0-9]*: saved amdgpu-kfd-[0-9]*.img (1 GPUs' "$CRIU_LAST_LOG"
 pages=("$imgs"/amdgpu-pages-*.img)
 if [ "${#pages[@]}" -eq 1 ] && [ "${pages[0]%-"${shown#0x}".img}" != "${pages[0]}" ]; then
@@ -73,15 +62,7 @@ else
 fi
 wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_kill "$pid"
 
-criu_restore "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
-	tap_ok "criu restores it into the container"
-else
-	tap_not_ok "criu restores it into the container" \
-		"criu status $rc: $(grep -m3 -E 'Error|amdgpu_plugin: .*(fail|cannot)' "$CRIU_LAST_LOG")"
-	tap_done
-fi
+tap_restored_or_end "criu restores it into the container" "$pid" "$imgs"
 tap_check "the restored task is in the container" grep -qx "$pid" "$cg/cgroup.procs"
 tap_verify "restored workload verifies" "$pid" "$state"
 tap_heartbeat "restored queue beats" "$pid" "$state"

@@ -11,9 +11,7 @@
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
 
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+resource_require kfd
 
 emu_load preset=2xmi210 || exit 1
 mapfile -t ids < <(gpu_ids_hex)
@@ -30,15 +28,7 @@ if ! WL_CGROUP=$cg wl_start kfd w51; then
 fi
 tap_verify "verified in the container on GPU ${ids[1]}" "$pid" "$state"
 task_snapshot "$pid" "$RESULTS_DIR/w51.dumped"
-criu_dump "$pid" "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
-	tap_ok "dumped from the container"
-else
-	tap_not_ok "dumped from the container" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
-	wl_kill "$pid"
-	tap_done
-fi
+tap_dumped_or_end "dumped from the container" "$pid" "$imgs"
 
 emu_reload preset=2xmi210 gpu_ids=0x3c01,0x3c02 render_minor_base=160 || { tap_not_ok "emulator reload"; tap_done; }
 mapfile -t new_ids < <(gpu_ids_hex)

@@ -22,26 +22,8 @@ if [ ! -e "$deb" ]; then
 	e2e_done
 fi
 
-# overlay <dir>: the guest's own writable copy of <dir>, gone with this mount namespace
-overlay() {
-	local dir=$1 base=/tmp/pkg-overlay$1
-	mkdir -p "$base/upper" "$base/work" &&
-		mount -t overlay overlay -o "lowerdir=$dir,upperdir=$base/upper,workdir=$base/work" "$dir"
-}
-# A checkout under /usr, /var or /etc (a clone in /var/tmp, say) would otherwise be seen through
-# the overlay: another device, without the run directory mounted inside it, and criu refuses a
-# task whose files resolve to other inodes than the ones it opened. Keep the checkout (with the
-# mounts inside it) aside, and put it back over the overlay.
 repo_devs=$(stat -c %d "$VM_REPO" "$RESULTS_DIR")
-keep_repo() {
-	case "$VM_REPO/" in
-	/usr/* | /var/* | /etc/*) mkdir -p /tmp/pkg-repo && mount --rbind "$VM_REPO" /tmp/pkg-repo ;;
-	esac
-}
-show_repo() {
-	! mountpoint -q /tmp/pkg-repo || mount --rbind /tmp/pkg-repo "$VM_REPO"
-}
-if modprobe overlay && keep_repo && overlay /usr && overlay /var && overlay /etc && show_repo; then
+if guest_overlays /tmp/pkg-overlay; then
 	tap_ok "the guest's own /usr, /var and /etc (overlays on tmpfs)"
 else
 	tap_not_ok "the guest's own /usr, /var and /etc (overlays on tmpfs)"
