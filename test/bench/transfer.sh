@@ -93,6 +93,7 @@ round() {
 	# The streamer's socket lives in -D, which 9p cannot hold: the stream file goes to the sink.
 	[ "$how" = files ] || imgs=/tmp/bench-images-stream
 	wl_start kfd "bench-$how" --vram-mb "$mib" --bo-mb 64 || return 1
+	pid=$WL_PID
 	rm -rf "$imgs" "$stream"
 	if [ "$how" = stream ]; then
 		streamer_start capture "$imgs" "$stream" || { echo "stand-in did not listen"; wl_kill "$pid"; return 1; }

@@ -17,6 +17,10 @@
 #   e2e_begin                        e2e_require, then scenario_warnings_begin
 #   wl_fresh <w> <emu params...> -- [workload args...]   (re)load the emulator, start the
 #                                    workload; sets pid and state
+#   for_each_workload <function>     <function> <w> for kfd and hsakmt, each started on a freshly
+#                                    loaded 2xmi210 (2 MiB of VRAM per GPU, 1 MiB BOs); sets pid,
+#                                    state and img (/tmp/img-<scenario number>-<w>)
+#   emu_reload_or_say <what> <emu params...>   emu_reload; false, with "not ok <what>", if it fails
 #   tap_same_bos <name> <pid> <state>        the emulator's view of the process has every BO of
 #                                            the state file at its VA (kfd: same handle and size)
 #   tap_no_kfd_process <name> [seconds]      one TAP result: the emulator has no KFD process
@@ -64,6 +68,21 @@ wl_fresh() {
 	emu_reload "${params[@]}" || { tap_not_ok "$w: load the emulator (${params[*]})"; return 1; }
 	wl_start "$w" "$w" "$@" || { tap_not_ok "$w: the workload gets ready"; return 1; }
 	pid=$WL_PID state=$WL_STATE
+}
+
+for_each_workload() {
+	local w scenario=${0##*/}
+	for w in kfd hsakmt; do
+		wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
+		img=/tmp/img-${scenario%%-*}-$w
+		"$1" "$w"
+	done
+}
+
+emu_reload_or_say() {
+	local what=$1
+	shift
+	emu_reload "$@" || { tap_not_ok "$what"; return 1; }
 }
 
 # The "bo" lines of one process in the emulator's debugfs view: "handle va size".

@@ -15,7 +15,9 @@
 #
 #   podman_enter "$@"                 re-execute the scenario in its own mount namespace
 #   podman_require                    skip (77) without podman or runc, or in a guest under 4 GiB
-#   podman_setup                      overlays, the package, the image
+#   podman_begin "$@"                 podman_enter, e2e_require, podman_require, the kernel log mark
+#   podman_setup                      the emulator as 2xmi210, overlays (guest_overlays of
+#                                     test/e2e/lib.sh), the package, the image
 #   pm <podman args...>               podman with the test bed's storage and runtime options
 #   gpu_run <name> <workload> <devices> [workload args...]
 #                                     starts a detached container running <workload>_workload with
@@ -63,6 +65,16 @@ podman_image() {
 	tar -C "$root" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
 }
 
+# podman_begin "$@": a mount namespace of the scenario's own (the script runs again in it), then
+# skip (77) unless the workloads, the plugin, Podman and a 4 GiB guest are there; the kernel log
+# mark of e2e_done.
+podman_begin() {
+	podman_enter "$@"
+	e2e_require
+	podman_require
+	scenario_warnings_begin
+}
+
 podman_require() {
 	local mem_kib
 	command -v podman >/dev/null || { echo "podman is not installed"; exit 77; }
@@ -74,8 +86,10 @@ podman_require() {
 	fi
 }
 
+# podman_setup: the emulator loaded as 2xmi210, then the overlays, the package and the image
 podman_setup() {
 	local version deb
+	emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
 	version=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$VM_REPO/debian/changelog")
 	deb=$VM_REPO/build/deb/criu-amdgpu-plugin_${version}_amd64.deb
 	[ -e "$deb" ] || { tap_not_ok "the package is built" "no $deb: run make deb (make check does)"; e2e_done; }

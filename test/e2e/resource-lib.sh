@@ -4,8 +4,9 @@
 # test/e2e/demo-guest.sh and test/bench/transfer.sh. Sourced after test/vm/lib.sh, in the guest,
 # from the repo root.
 #
-#   (starting and asking workloads: test/e2e/lib/workloads.sh; criu in TAP: test/e2e/lib/criu.sh;
-#    both sourced here)
+#   (test/e2e/lib.sh, sourced here, brings the rest: workloads, criu in TAP, task snapshots)
+#   wl_start_in_cg <cgroup dir> <name>                      kfd_workload started in the cgroup
+#                                                           (sets pid, state); else the end
 #   resource_require <workload>                             skip (77) unless emulator, plugin and
 #                                                           that workload are built
 #   state_vram_mib <state>                                  MiB of VRAM BOs a state file lists
@@ -19,12 +20,16 @@
 #   vram_roundtrip <GPUs> <MiB per GPU> <BO MiB>            the round trip of scenarios 40-42
 #   task_snapshot, tap_same_task    the restored task is the dumped one (task-snapshot.sh)
 
-# shellcheck source=test/e2e/lib/workloads.sh
-. "$VM_REPO/test/e2e/lib/workloads.sh"
-# shellcheck source=test/e2e/lib/criu.sh
-. "$VM_REPO/test/e2e/lib/criu.sh"
-# shellcheck source=test/e2e/task-snapshot.sh
-. "$VM_REPO/test/e2e/task-snapshot.sh"
+# shellcheck source=test/e2e/lib.sh
+. "$VM_REPO/test/e2e/lib.sh"
+
+wl_start_in_cg() {
+	if ! WL_CGROUP=$1 wl_start kfd "$2"; then
+		tap_not_ok "kfd_workload starts in the container"
+		tap_done
+	fi
+	pid=$WL_PID state=$WL_STATE
+}
 
 resource_require() {
 	[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }

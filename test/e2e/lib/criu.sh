@@ -16,6 +16,8 @@
 #                                             not, the task is killed and the scenario ends there
 #   tap_restored_or_end <name> <pid> <dir> [criu args...] criu_restore as one TAP result: it
 #                                             succeeds and the task <pid> runs; if not, the end
+#   tap_image_files <name> <count> <files...>  one TAP result: that many of the files exist (give
+#                                             a glob: "$img"/amdgpu-kfd-*.img)
 #   criu_log_names <path>                     the log's path as the results name it
 #   criu_errors <log>                         its first error lines, on one line
 #   criu_killer_script <action> <stamp file>  path of an action script that stamps the time (µs)
@@ -81,6 +83,19 @@ tap_restore_fails() {
 		return 1
 	fi
 	tap_ok "$name"
+}
+
+tap_image_files() {
+	local name=$1 want=$2 f n=0
+	shift 2
+	for f in "$@"; do
+		[ ! -e "$f" ] || n=$((n + 1))
+	done
+	if [ "$n" -eq "$want" ]; then
+		tap_ok "$name"
+	else
+		tap_not_ok "$name" "$n of them"
+	fi
 }
 
 criu_errors() { grep -m3 -E 'Error|amdgpu_plugin: .*(fail|cannot)' "$1" | tr '\n' ';'; }

@@ -9,9 +9,9 @@
 . test/e2e/lib.sh
 e2e_begin
 
-for w in kfd hsakmt; do
-	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
-	img=/tmp/img-20-$w
+# restore_same_node <w>: the scenario for one workload, started (pid, state, img)
+restore_same_node() {
+	local w=$1
 	tap_verify "$w: VERIFY OK before the dump" "$pid" "$state"
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump "$w: criu dump" "$pid" "$img"
@@ -46,5 +46,6 @@ for w in kfd hsakmt; do
 	tap_alive_verified "$w: restored" "$pid" "$state"
 	tap_same_task "$w: restored" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
-done
+}
+for_each_workload restore_same_node
 e2e_done

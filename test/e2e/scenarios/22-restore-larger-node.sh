@@ -9,16 +9,13 @@
 . test/e2e/lib.sh
 e2e_begin
 
-for w in kfd hsakmt; do
-	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
-	img=/tmp/img-22-$w
+# restore_larger_node <w>: the scenario for one workload, started (pid, state, img)
+restore_larger_node() {
+	local w=$1
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump_gone "$w: criu dump on 2xmi210" "$pid" "$state" "$img"
 
-	if ! emu_reload preset=4xmi210 render_minor_base=132; then
-		tap_not_ok "$w: reload the emulator as 4xmi210"
-		continue
-	fi
+	emu_reload_or_say "$w: reload the emulator as 4xmi210" preset=4xmi210 render_minor_base=132 || return
 	n=$(emu_gpu_nodes | wc -l)
 	tap_check "$w: the node after the reload is larger: 4 GPUs ($n)" test "$n" -eq 4
 	tap_restore "$w: criu restore on 4xmi210" "$img"
@@ -28,5 +25,6 @@ for w in kfd hsakmt; do
 	tap_alive_verified "$w: restored on 4xmi210" "$pid" "$state"
 	tap_same_task "$w: restored on 4xmi210" "$RESULTS_DIR/$w.dumped" "$pid" --larger-node
 	wl_kill "$pid"
-done
+}
+for_each_workload restore_larger_node
 e2e_done

@@ -10,16 +10,13 @@
 . test/e2e/lib.sh
 e2e_begin
 
-for w in kfd hsakmt; do
-	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
-	img=/tmp/img-24-$w
+# restore_older_firmware <w>: the scenario for one workload, started (pid, state, img)
+restore_older_firmware() {
+	local w=$1
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump_gone "$w: criu dump with firmware 78" "$pid" "$state" "$img"
 
-	if ! emu_reload preset=2xmi210 fw_version=70 gpu_ids=0x5150,0x7170; then
-		tap_not_ok "$w: reload the emulator with fw_version=70"
-		continue
-	fi
+	emu_reload_or_say "$w: reload the emulator with fw_version=70" preset=2xmi210 fw_version=70 gpu_ids=0x5150,0x7170 || return
 	fw=$(emu_node_prop "$(emu_gpu_nodes | head -n1)" fw_version)
 	[ "$fw" = 70 ] || log "the emulator shows fw_version $fw, not 70"
 	if ! tap_restore_fails "$w: criu restore onto firmware 70 fails" "$img"; then
@@ -39,5 +36,6 @@ for w in kfd hsakmt; do
 	tap_alive_verified "$w: restored onto firmware 70" "$pid" "$state"
 	tap_same_task "$w: restored onto firmware 70" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
-done
+}
+for_each_workload restore_older_firmware
 e2e_done

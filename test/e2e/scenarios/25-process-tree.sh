@@ -38,12 +38,7 @@ fi
 task_snapshot "$kpid" "$RESULTS_DIR/kfd.dumped"
 task_snapshot "$hpid" "$RESULTS_DIR/hsakmt.dumped"
 tap_dump "criu dump of the tree from the parent's pid" "$parent" "$img"
-n=$(ls "$img"/amdgpu-kfd-*.img 2>/dev/null | wc -l)
-if [ "$n" -eq 2 ]; then
-	tap_ok "the image has one amdgpu-kfd image per GPU process"
-else
-	tap_not_ok "the image has one amdgpu-kfd image per GPU process" "$n of them"
-fi
+tap_image_files "the image has one amdgpu-kfd image per GPU process" 2 "$img"/amdgpu-kfd-*.img
 wait_for "task_gone $parent /nonexistent && task_gone $kpid '$ks' && task_gone $hpid '$hs'" 10 ||
 	kill -KILL "$parent" "$kpid" "$hpid" 2>/dev/null
 wait_for "task_gone $parent /nonexistent && task_gone $kpid '$ks' && task_gone $hpid '$hs'" 10

@@ -49,12 +49,7 @@ pid=$WL_PID state=$WL_STATE img=/tmp/img-29
 tap_check "--render-first: the render-node fds are below the /dev/kfd fd" render_below_kfd "$pid"
 task_snapshot "$pid" "$RESULTS_DIR/kfd.dumped"
 tap_dump "criu dump" "$pid" "$img"
-n=$(ls "$img"/amdgpu-renderD-*.img 2>/dev/null | wc -l)
-if [ "$n" -eq 2 ]; then
-	tap_ok "the image has an amdgpu-renderD image per render-node fd"
-else
-	tap_not_ok "the image has an amdgpu-renderD image per render-node fd" "$n of them"
-fi
+tap_image_files "the image has an amdgpu-renderD image per render-node fd" 2 "$img"/amdgpu-renderD-*.img
 wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
 
 emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 render_minor_base=160 ||

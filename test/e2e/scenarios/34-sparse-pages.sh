@@ -23,10 +23,16 @@ if ! wl_start hsakmt w34 --vram-mb 48 --bo-mb 8 --zeros 80; then
 	tap_not_ok "hsakmt_workload --zeros 80 starts"
 	tap_done
 fi
+pid=$WL_PID
 task_snapshot "$pid" "$RESULTS_DIR/w34.dumped"
 
 # sum_figure <log> <saved|restored> <field>: the sum over GPUs of a copy_figures field, in MiB
 sum_figure() { copy_figures "$1" "$2" | awk -v f="$3" '{ s += $f } END { printf "%.1f", s }'; }
+# restore_read <log>: read_mib and filled, the MiB the restore read and the engine filled (all GPUs)
+restore_read() {
+	read_mib=$(sum_figure "$1" restored 6)
+	filled=$(sum_figure "$1" restored 7)
+}
 # allocated_mib <files...>: what the files occupy on disk
 allocated_mib() { du -k -c "$@" 2>/dev/null | awk 'END { printf "%.1f", $1 / 1024 }'; }
 
@@ -47,8 +53,7 @@ tap_check "the pages files occupy $on_disk MiB on disk, no more than the $writte
 tap_restored_or_end "restored from the sparse images" "$pid" "$imgs"
 restore_log=$CRIU_LAST_LOG
 copy_figures "$restore_log" restored | sed 's/^/#   restored: gpu MiB s MB\/s staging read zeros: /'
-read_mib=$(sum_figure "$restore_log" restored 6)
-filled=$(sum_figure "$restore_log" restored 7)
+restore_read "$restore_log"
 # no hole is read: at most what the files hold on disk (the blocks at a data run's ends, which
 # the 8-byte header shifts off the zero test's blocks, hold data and zeros)
 tap_check "the restore read $read_mib MiB (no more than the $on_disk MiB on disk) and the engine filled $filled MiB" \
@@ -66,8 +71,7 @@ done
 dense=$(allocated_mib "$imgs"/amdgpu-pages-*.img)
 cp "$RESULTS_DIR/w34.out.dumped" "$RESULTS_DIR/w34.out"
 tap_restored_or_end "restored from the same images made dense ($dense MiB on disk)" "$pid" "$imgs"
-read_mib=$(sum_figure "$CRIU_LAST_LOG" restored 6)
-filled=$(sum_figure "$CRIU_LAST_LOG" restored 7)
+restore_read "$CRIU_LAST_LOG"
 tap_check "dense images: all $read_mib of $logical MiB read, nothing filled ($filled)" \
 	awk -v r="$read_mib" -v l="$logical" -v f="$filled" 'BEGIN { exit !(r == l && f == 0) }'
 tap_verify "restored from dense images: verifies" "$pid" "$state"

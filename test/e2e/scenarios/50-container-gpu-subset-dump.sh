@@ -37,13 +37,9 @@ else
 fi
 tap_check "outside, both GPUs read" cat "$KFD_TOPOLOGY/${nodes[0]}/gpu_id" "$KFD_TOPOLOGY/${nodes[1]}/gpu_id"
 
-state=$RESULTS_DIR/w50.state
 imgs=$RESULTS_DIR/images
 rm -rf "$imgs"
-if ! WL_CGROUP=$cg wl_start kfd w50; then
-	tap_not_ok "kfd_workload starts in the container"
-	tap_done
-fi
+wl_start_in_cg "$cg" w50
 if [ "$(grep -c '^gpu ' "$state")" -eq 1 ] && grep -q "^gpu 0 .* gpu_id $shown " "$state"; then
 	tap_ok "the workload sees only GPU $shown"
 else

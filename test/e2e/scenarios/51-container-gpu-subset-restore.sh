@@ -19,13 +19,9 @@ cg_make cg ctr51
 trap 'cg_remove "$cg"' EXIT
 gpu_access "$(cg_path "$cg") ${ids[1]}"
 
-state=$RESULTS_DIR/w51.state
 imgs=$RESULTS_DIR/images
 rm -rf "$imgs"
-if ! WL_CGROUP=$cg wl_start kfd w51; then
-	tap_not_ok "kfd_workload starts in the container"
-	tap_done
-fi
+wl_start_in_cg "$cg" w51
 tap_verify "verified in the container on GPU ${ids[1]}" "$pid" "$state"
 task_snapshot "$pid" "$RESULTS_DIR/w51.dumped"
 tap_dumped_or_end "dumped from the container" "$pid" "$imgs"

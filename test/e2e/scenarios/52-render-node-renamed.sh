@@ -22,6 +22,7 @@ if ! wl_start kfd w52; then
 	tap_not_ok "kfd_workload starts"
 	tap_done
 fi
+pid=$WL_PID
 task_snapshot "$pid" "$RESULTS_DIR/w52.dumped"
 tap_dumped_or_end "dumped" "$pid" "$imgs"
 

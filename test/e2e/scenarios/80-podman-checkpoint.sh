@@ -19,12 +19,8 @@
 . test/vm/lib.sh
 . test/e2e/lib.sh
 . test/e2e/podman-lib.sh
-podman_enter "$@"
-e2e_require
-podman_require
-scenario_warnings_begin
+podman_begin "$@"
 
-emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
 podman_setup
 
 if ! gpu_run gpu hsakmt "$(render_nodes)" --vram-mb 8; then

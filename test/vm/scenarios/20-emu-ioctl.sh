@@ -7,8 +7,7 @@
 . test/vm/lib.sh
 
 test_bin=test/emu/tests/kfd_ioctl_test
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -x "$test_bin" ] || { echo "no $test_bin"; exit 77; }
+emu_require "$test_bin"
 
 dmesg_mark "20-emu-ioctl: begin"
 for p in mi100 2xmi210 mi250x cpx8; do

@@ -13,8 +13,7 @@
 . test/vm/lib.sh
 
 client=test/emu/clients/drm_sdma_client
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -x "$client" ] || { echo "no $client (libdrm-dev missing at build time?)"; exit 77; }
+emu_require "$client" "libdrm-dev missing at build time?"
 
 dmesg_mark "30-drm-libdrm-client: begin"
 for p in mi100 2xmi210 mi250x cpx8; do

@@ -11,8 +11,7 @@
 . test/vm/lib.sh
 
 client=test/emu/clients/hsakmt_client
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -x "$client" ] || { echo "no $client (libhsakmt-dev missing at build time?)"; exit 77; }
+emu_require "$client" "libhsakmt-dev missing at build time?"
 
 dmesg_mark "31-drm-libhsakmt-client: begin"
 for p in mi100 2xmi210 mi250x cpx8; do

@@ -19,8 +19,7 @@
 
 client=test/emu/clients/rocr_client
 hip=test/emu/clients/hip_client
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -x "$client" ] || { echo "no $client (libhsa-runtime-dev missing at build time?)"; exit 77; }
+emu_require "$client" "libhsa-runtime-dev missing at build time?"
 command -v rocminfo >/dev/null || { echo "rocminfo is not installed"; exit 77; }
 
 engines=/sys/kernel/debug/amdgpu_emu/engines
