@@ -24,6 +24,9 @@
 #                                     --state $RESULTS_DIR/<name>.state, given /dev/kfd and the render
 #                                     nodes in <devices> (space-separated); sets pid and state
 #   tap_podman <name> <podman args...>   one TAP result for a podman command (criu logs kept)
+#   tap_export_import <prefix> <name> <new name>   checkpoint --export, the container removed,
+#                                     restore --import as <new name>: TAP results named "<prefix>podman
+#                                     container ..."; sets pid to the new container's workload
 #   tap_import_refused <what> <archive> <new name> <refusal regex>
 #                                     restore --import must fail; the criu log podman's error names
 #                                     must hold the plugin's refusal (matching the regex); no
@@ -132,6 +135,16 @@ tap_podman() {
 		grep -E 'Error|amdgpu_plugin: .*(fail|cannot|error)' "$log" | tail -n 5 | sed 's/^/#   /'
 	done
 	return 1
+}
+
+tap_export_import() {
+	local prefix=$1 name=$2 new=$3
+	tap_podman "${prefix}podman container checkpoint --export" \
+		container checkpoint --export "$PODMAN_DIR/$name.tar.gz" "$name" &&
+		pm rm -f "$name" >/dev/null 2>&1 &&
+		tap_podman "${prefix}podman container restore --import --name $new" \
+			container restore --import "$PODMAN_DIR/$name.tar.gz" --name "$new"
+	pid=$(gpu_container_pid "$new")
 }
 
 tap_import_refused() {

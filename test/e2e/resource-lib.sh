@@ -5,6 +5,11 @@
 # from the repo root.
 #
 #   (test/e2e/lib.sh, sourced here, brings the rest: workloads, criu in TAP, task snapshots)
+#   wl_end <pid> <image dir>                                SIGTERM (SIGKILL if it stays), the
+#                                                           images removed if nothing failed
+#   tap_restored_in_cg <cgroup dir> <name>                  five TAP results: the restored $pid
+#                                                           is in the cgroup, verifies, beats, and
+#                                                           is the task dumped (<name>.dumped)
 #   wl_start_in_cg <cgroup dir> <name>                      kfd_workload started in the cgroup
 #                                                           (sets pid, state); else the end
 #   resource_require <workload>                             skip (77) unless emulator, plugin and
@@ -29,6 +34,19 @@ wl_start_in_cg() {
 		tap_done
 	fi
 	pid=$WL_PID state=$WL_STATE
+}
+
+wl_end() {
+	kill -TERM "$1" 2>/dev/null
+	wait_for "! kill -0 $1 2>/dev/null" 60 || wl_kill "$1"
+	[ "$TAP_FAILED" -ne 0 ] || rm -rf "$2"
+}
+
+tap_restored_in_cg() {
+	tap_check "the restored task is in the container" grep -qx "$pid" "$1/cgroup.procs"
+	tap_verify "restored workload verifies" "$pid" "$state"
+	tap_heartbeat "restored queue beats" "$pid" "$state"
+	tap_same_task "restored in the container" "$RESULTS_DIR/$2.dumped" "$pid"
 }
 
 resource_require() {
@@ -206,9 +224,7 @@ vram_roundtrip() {
 		tap_not_ok "the plugin logs its per-GPU copy figures" "no 'saved GPU'/'restored GPU' line in the criu logs"
 	fi
 
-	kill -TERM "$pid" 2>/dev/null
-	wait_for "! kill -0 $pid 2>/dev/null" 60 || wl_kill "$pid"
-	[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+	wl_end "$pid" "$imgs"
 	emu_unload
 }
 

@@ -77,8 +77,6 @@ tap_check "dense images: all $read_mib of $logical MiB read, nothing filled ($fi
 tap_verify "restored from dense images: verifies" "$pid" "$state"
 tap_same_task "restored from dense images" "$RESULTS_DIR/w34.dumped" "$pid"
 
-kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
-[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+wl_end "$pid" "$imgs"
 emu_unload
 tap_done

@@ -59,14 +59,9 @@ fi
 wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_kill "$pid"
 
 tap_restored_or_end "criu restores it into the container" "$pid" "$imgs"
-tap_check "the restored task is in the container" grep -qx "$pid" "$cg/cgroup.procs"
-tap_verify "restored workload verifies" "$pid" "$state"
-tap_heartbeat "restored queue beats" "$pid" "$state"
-tap_same_task "restored in the container" "$RESULTS_DIR/w50.dumped" "$pid"
+tap_restored_in_cg "$cg" w50
 
-kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
-[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+wl_end "$pid" "$imgs"
 gpu_access clear
 emu_unload
 tap_done

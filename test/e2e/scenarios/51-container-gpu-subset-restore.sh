@@ -55,14 +55,9 @@ else
 	tap_done
 fi
 tap_check "GPU map ${ids[1]} -> ${new_ids[0]}" grep -q "GPU map (image -> local) ${ids[1]}->${new_ids[0]}\$" "$log"
-tap_check "the restored task is in the container" grep -qx "$pid" "$cg/cgroup.procs"
-tap_verify "restored workload verifies" "$pid" "$state"
-tap_heartbeat "restored queue beats" "$pid" "$state"
-tap_same_task "restored in the container" "$RESULTS_DIR/w51.dumped" "$pid"
+tap_restored_in_cg "$cg" w51
 
-kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
-[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+wl_end "$pid" "$imgs"
 gpu_access clear
 emu_unload
 tap_done

@@ -72,9 +72,7 @@ tap_verify "restored workload verifies" "$pid" "$state"
 tap_heartbeat "restored queues beat" "$pid" "$state"
 tap_same_task "restored" "$RESULTS_DIR/w52.dumped" "$pid"
 
-kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
-[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+wl_end "$pid" "$imgs"
 unswap
 emu_unload
 tap_done
