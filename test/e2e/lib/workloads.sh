@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 #
 # Starting and asking the GPU workloads (test/e2e/README.md: their state files and signals). Sourced
-# in the guest after test/vm/lib.sh, by test/e2e/lib.sh and test/e2e/resource-lib.sh.
+# in the guest after test/vm/lib.sh, by test/e2e/lib.sh.
 #
 #   wl_start <w> <name> [opts...]     start test/e2e/bin/<w>_workload (kfd|hsakmt|rocr) with --state
 #                                     $RESULTS_DIR/<name>.state, wait until it is READY; sets WL_PID
