@@ -18,6 +18,7 @@
 #   sweep_restore_point <point...>        one point of the restore: one TAP result
 #   tap_sweep_summary                     the tally as one TAP result
 
+# shellcheck disable=SC2154 # pid, state and img are the scenario's
 sweep=${FAULT_SWEEP:-part}
 HOST_FAULTS=$VM_REPO/build/test/libhost-faults.so
 HOST_CALLS=/tmp/host-calls-95 # a local filesystem: the seam maps its counts shared
@@ -122,7 +123,7 @@ arm_point() {
 # because this run made fewer such calls than the counting run (fence waits poll as long as the
 # engine takes) sets UNREACHED instead: the point was not tried.
 disarm_point() {
-	WHY_NOT= UNREACHED=
+	WHY_NOT='' UNREACHED=''
 	local made
 	if [ "$1" = kernel ]; then
 		if grep -q "^$2 $3 " "$EMU_DEBUGFS/fault"; then
@@ -199,7 +200,7 @@ sweep_dump_point() {
 	local point=("$@") name why libdrm status outcome v
 	name=$(point_name dump "${point[@]}")
 	arm_point "${point[@]}"
-	why= libdrm=
+	why='' libdrm=''
 	wl_dump "$pid" "$img" -R
 	status=$?
 	disarm_point "${point[@]}" || why=$WHY_NOT
@@ -240,7 +241,7 @@ sweep_restore_point() {
 	name=$(point_name restore "${point[@]}")
 	cp /tmp/img-95-kfd.out "$RESULTS_DIR/kfd.out" # criu restores the file at its dumped size
 	arm_point "${point[@]}"
-	why= libdrm=
+	why='' libdrm=''
 	wl_restore "$img"
 	status=$?
 	disarm_point "${point[@]}" || why=$WHY_NOT

@@ -159,6 +159,7 @@ SH
 criu_kill_now() {
 	kill -KILL "$CRIU_PID" 2>/dev/null
 	CRIU_KILLED_US=$(now_us)
+	# shellcheck disable=SC2034 # for the scenario
 	[ ! -s "$1" ] || CRIU_KILLED_US=$(cat "$1")
 	wait "$CRIU_PID" 2>/dev/null
 	echo clear >"$EMU_DEBUGFS/fault"
