@@ -67,13 +67,14 @@ sink_mbps_of() {
 one() {
 	local shape=$1 label=$2 zargs=$3 engine=$4 sink=$5 imgs=$6 state=$RESULTS_DIR/shapes.state
 	# shellcheck disable=SC2086 # zargs is a word list
-	wl_start pid shapes "$state" kfd_workload --vram-mb "$mib" --bo-mb 32 $zargs || { echo "$shape $label: workload did not start"; return 1; }
+	wl_start kfd shapes --vram-mb "$mib" --bo-mb 32 $zargs || { echo "$shape $label: workload did not start"; return 1; }
+	pid=$WL_PID
 	rm -rf "$imgs"
 	mkdir -p "$imgs"
 	sync
 	criu dump -t "$pid" -D "$imgs" --shell-job --link-remap --libdir "$CRIU_LIBDIR" -v4 \
-		-o "$RESULTS_DIR/shapes-$shape-$label-dump.log" || { echo "$shape $label: criu dump failed"; wl_stop "$pid"; return 1; }
-	wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_stop "$pid"
+		-o "$RESULTS_DIR/shapes-$shape-$label-dump.log" || { echo "$shape $label: criu dump failed"; wl_kill "$pid"; return 1; }
+	wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_kill "$pid"
 	local on_disk
 	on_disk=$(du -k -c "$imgs"/amdgpu-pages-*.img | awk 'END { printf "%.1f", $1 / 1024 }')
 	sync
@@ -81,7 +82,7 @@ one() {
 	criu restore -D "$imgs" -d --shell-job --libdir "$CRIU_LIBDIR" -v4 \
 		-o "$RESULTS_DIR/shapes-$shape-$label-restore.log" || { echo "$shape $label: criu restore failed"; return 1; }
 	local verdict
-	verdict=$(wl_check "$pid" USR1 "$state" 300)
+	verdict=$(wl_ask "$pid" "$state" verify 300)
 	local what log
 	for what in saved restored; do
 		[ "$what" = saved ] && log=$RESULTS_DIR/shapes-$shape-$label-dump.log || log=$RESULTS_DIR/shapes-$shape-$label-restore.log
@@ -96,7 +97,7 @@ one() {
 	done
 	echo "$shape $label: restored workload: $verdict"
 	kill -TERM "$pid"
-	wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
+	wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
 	rm -rf "$imgs"
 }
 

@@ -92,23 +92,24 @@ round() {
 	SAVED=failed RESTORED=failed
 	# The streamer's socket lives in -D, which 9p cannot hold: the stream file goes to the sink.
 	[ "$how" = files ] || imgs=/tmp/bench-images-stream
-	wl_start pid "bench-$how" "$state" kfd_workload --vram-mb "$mib" --bo-mb 64 || return 1
+	wl_start kfd "bench-$how" --vram-mb "$mib" --bo-mb 64 || return 1
+	pid=$WL_PID
 	rm -rf "$imgs" "$stream"
 	if [ "$how" = stream ]; then
-		streamer_start capture "$imgs" "$stream" || { echo "stand-in did not listen"; wl_stop "$pid"; return 1; }
+		streamer_start capture "$imgs" "$stream" || { echo "stand-in did not listen"; wl_kill "$pid"; return 1; }
 		stream_args=(--stream)
 	fi
-	criu_dump "$pid" "$imgs" "${stream_args[@]}" || { echo "criu dump failed: $CRIU_LAST_LOG"; wl_stop "$pid"; return 1; }
+	criu_dump "$pid" "$imgs" "${stream_args[@]}" || { echo "criu dump failed: $CRIU_LAST_LOG"; wl_kill "$pid"; return 1; }
 	dump_log=$CRIU_LAST_LOG
 	[ "$how" = files ] || streamer_wait || echo "the stand-in failed capturing"
-	wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_stop "$pid"
+	wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_kill "$pid"
 	if [ "$how" = stream ]; then
 		streamer_start serve "$imgs" "$stream" || { echo "stand-in did not serve"; return 1; }
 	fi
 	criu_restore "$imgs" "${stream_args[@]}" || { echo "criu restore failed: $CRIU_LAST_LOG"; return 1; }
 	restore_log=$CRIU_LAST_LOG
 	[ "$how" = files ] || streamer_wait || echo "the stand-in failed serving"
-	echo "$how: restored workload: $(wl_check "$pid" USR1 "$state" 300)"
+	echo "$how: restored workload: $(wl_ask "$pid" "$state" verify 300)"
 	echo
 	report saved "$dump_log" $((sink_write / 2)) "$how"
 	report restored "$restore_log" $((sink_read / 2)) "$how"
@@ -116,7 +117,7 @@ round() {
 	RESTORED=$(overall restored "$restore_log")
 	echo "$how: $(timeline "$restore_log")"
 	kill -TERM "$pid"
-	wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
+	wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
 	rm -rf "$imgs" "$stream"
 }
 

@@ -24,7 +24,7 @@ pid=
 step() { printf '\n== %s\n' "$*"; }
 die() {
 	echo "demo: FAILED: $*" >&2
-	[ -z "$pid" ] || wl_stop "$pid"
+	[ -z "$pid" ] || wl_kill "$pid"
 	emu_unload >/dev/null 2>&1
 	rm -rf "$imgs"
 	exit 1
@@ -48,9 +48,10 @@ echo "rocminfo (ROCm $(dpkg-query -W -f '${Version}' rocminfo 2>/dev/null)) sees
 timeout 120 rocminfo 2>&1 | awk '/^Agent [0-9]+/ { a = $1 " " $2 } /^  Name:/ { n = $2 } /^  Device Type:/ { printf "  %s: %s (%s)\n", a, n, $3 }'
 
 step "A ROCm process: rocr_workload (libhsa-runtime64 $(dpkg-query -W -f '${Version}' libhsa-runtime64-1 2>/dev/null)), $vram_mb MiB per GPU in flight"
-wl_start pid demo "$state" rocr_workload --vram-mb "$vram_mb" || die "the workload did not start"
+wl_start rocr demo --vram-mb "$vram_mb" || die "the workload did not start"
+pid=$WL_PID
 echo "pid $pid: $(grep -c '^stream ' "$state") copy streams on $(sed -n 's/^gpus //p' "$state") GPUs, host -> VRAM -> host, round after round"
-line=$(wl_check "$pid" USR1 "$state" 120)
+line=$(wl_ask "$pid" "$state" verify)
 echo "self-check: $line"
 [ "$line" = "VERIFY OK" ] || die "the workload does not verify before the dump"
 
@@ -75,8 +76,8 @@ t_restore=$(elapsed "$t0")
 restore_log=$CRIU_LAST_LOG
 kill -0 "$pid" 2>/dev/null || die "pid $pid is not running after the restore"
 echo "restored in $t_restore s; pid $pid runs again"
-verify=$(wl_check "$pid" USR1 "$state" 120)
-heartbeat=$(wl_check "$pid" USR2 "$state" 60)
+verify=$(wl_ask "$pid" "$state" verify)
+heartbeat=$(wl_ask "$pid" "$state" heartbeat)
 echo "self-check: $verify; $heartbeat"
 [ "$verify" = "VERIFY OK" ] || die "the restored process does not verify: $verify"
 [ "$heartbeat" = "HEARTBEAT OK" ] || die "the restored process's queues do not run: $heartbeat"
@@ -103,7 +104,7 @@ done < <(copy_figures "$restore_log" restored)
 echo "criu logs: $dump_log, $restore_log"
 
 kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
+wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
 pid=
 rm -rf "$imgs"
 emu_unload || die "cannot unload the emulator"

@@ -5,42 +5,38 @@
 # from the repo root after test/vm/lib.sh: `. test/e2e/lib.sh`. The workloads' contract is
 # test/e2e/README.md.
 #
+# Each concern is a library of its own, all sourced here:
+#   test/e2e/lib/workloads.sh   starting the workloads and asking them (wl_start, wl_ask,
+#                               tap_verify, tap_alive_verified, wl_kill, tap_no_task, ...)
+#   test/e2e/lib/criu.sh        criu on a workload, reported in TAP (tap_dump, tap_restore, ...)
+#   test/e2e/task-snapshot.sh   the restored task is the dumped one (task_snapshot, tap_same_task)
+#   TAP itself (tap_ok, tap_not_ok, tap_check, tap_done) is test/vm/lib.sh's.
+# This file: the scenario's frame and the emulator's view of a process.
+#
 #   e2e_require                      skip (77) unless emulator, plugin, workloads and criu exist
-#   wl_start <w> <name> [opts...]    start <w>_workload (kfd|hsakmt) with --state
-#                                    $RESULTS_DIR/<name>.state; waits for its state file; sets
-#                                    WL_PID and WL_STATE; false (logged) if it never got ready
-#   wl_ask <pid> <state> verify|heartbeat    SIGUSR1/SIGUSR2 and wait for the result file
-#   tap_verify <name> <pid> <state>          one TAP result: VERIFY OK
-#   tap_heartbeat <name> <pid> <state>       one TAP result: HEARTBEAT OK
-#   tap_alive_verified <name> <pid> <state>  the three above: alive, VERIFY OK, HEARTBEAT OK
-#   wl_dump <pid> <dir> [criu args...]       criu dump --link-remap (any ROCm process needs it)
-#   wl_restore <dir> [criu args...]          criu restore -d
-#   wl_kill <pid>                            SIGKILL and wait until it is gone
-#   task_gone <pid> <state>                  no task with that pid, none running the workload of
-#                                            that state file
-#   tap_no_task <name> <pid> <state>         one TAP result from task_gone (waits a little)
+#   e2e_begin                        e2e_require, then scenario_warnings_begin
+#   wl_fresh <w> <emu params...> -- [workload args...]   (re)load the emulator, start the
+#                                    workload; sets pid and state
+#   for_each_workload <function>     <function> <w> for kfd and hsakmt, each started on a freshly
+#                                    loaded 2xmi210 (2 MiB of VRAM per GPU, 1 MiB BOs); sets pid,
+#                                    state and img (/tmp/img-<scenario number>-<w>)
+#   emu_reload_or_say <what> <emu params...>   emu_reload; false, with "not ok <what>", if it fails
 #   tap_same_bos <name> <pid> <state>        the emulator's view of the process has every BO of
 #                                            the state file at its VA (kfd: same handle and size)
-#   tap_no_kfd_process <name>                one TAP result: the emulator has no KFD process
-#   emu_queue_beats <pid>                    the heartbeat counts of the process's queues, one line
+#   tap_no_kfd_process <name> [seconds]      one TAP result: the emulator has no KFD process
 #   emu_queues_paused <pid>                  true while KFD holds the process's queues paused
 #   tap_log_has <name> <log> <ERE>           one TAP result: the log has a line matching ERE
-#   state_gpu_ids <state>                    the gpu_ids of the state file, one per line
 #   scenario_warnings_begin / tap_no_kernel_warnings   WARNING/BUG/Oops in dmesg since begin
 #   e2e_done                         unload the emulator, check the kernel log, end the TAP plan
-#   task_snapshot, tap_same_task     the restored task is the dumped one (task-snapshot.sh)
-#   criu_killer_script <action> <stamp file>   path of an action script that stamps the time
-#                                    (µs) into the file and SIGKILLs criu at that action
-#   criu_kill_now <stamp file>       SIGKILL the criu of criu_start (unless its script did),
-#                                    reap it, clear the emulator's faults and engine slowdown;
-#                                    CRIU_KILLED_US: when criu died
-#   now_us                           the time in µs (the clock of the stamps above)
 #   guard_gone                       no amdgpu-guard process is left
-#   criu_version                     the version the criu in PATH reports ("4.2.1")
-#   criu_has_inventory_plugins       true for criu 4.1 and newer (plugins listed in the inventory)
+#   guest_overlays <base dir>        the guest's own writable /usr, /var and /etc (overlays on
+#                                    tmpfs under <base dir>) for this mount namespace; the
+#                                    checkout stays the host's
 
-E2E_BIN=${E2E_BIN:-$VM_REPO/test/e2e/bin}
-EMU_DEBUGFS=/sys/kernel/debug/amdgpu_emu
+# shellcheck source=test/e2e/lib/workloads.sh
+. "$VM_REPO/test/e2e/lib/workloads.sh"
+# shellcheck source=test/e2e/lib/criu.sh
+. "$VM_REPO/test/e2e/lib/criu.sh"
 # shellcheck source=test/e2e/task-snapshot.sh
 . "$VM_REPO/test/e2e/task-snapshot.sh"
 
@@ -53,68 +49,9 @@ e2e_require() {
 		{ cat "$RESULTS_DIR/e2e-build.log"; echo "the workloads do not build"; exit 1; }
 }
 
-wl_start() {
-	local w=$1 name=$2
-	shift 2
-	WL_STATE=$RESULTS_DIR/$name.state
-	rm -f "$WL_STATE" "$WL_STATE".*
-	spawn WL_PID "$name" "$E2E_BIN/${w}_workload" --state "$WL_STATE" "$@"
-	if wait_for "[ -s '$WL_STATE' ] || ! kill -0 $WL_PID 2>/dev/null" 180 && [ -s "$WL_STATE" ]; then
-		return 0
-	fi
-	log "$name: $w workload did not get ready; its output:"
-	sed 's/^/#   /' "$RESULTS_DIR/$name.out" | tail -n 20
-	kill -KILL "$WL_PID" 2>/dev/null
-	return 1
-}
-
-# wl_ask <pid> <state> verify|heartbeat: prints the result's first line; false without a result.
-wl_ask() {
-	local pid=$1 file=$2.$3 sig=USR1 limit=120
-	[ "$3" = verify ] || { sig=USR2; limit=60; }
-	rm -f "$file"
-	kill "-$sig" "$pid" 2>/dev/null || { echo "no process $pid"; return 1; }
-	if ! wait_for "[ -s '$file' ] || ! kill -0 $pid 2>/dev/null" "$limit" || [ ! -s "$file" ]; then
-		kill -0 "$pid" 2>/dev/null && echo "no $3 result within ${limit}s" || echo "process $pid died"
-		return 1
-	fi
-	head -n1 "$file"
-}
-
-# tap_result <name> <pid> <state> <kind> <expected first line>
-tap_result() {
-	local name=$1 pid=$2 state=$3 kind=$4 want=$5 line
-	line=$(wl_ask "$pid" "$state" "$kind")
-	if [ "$line" = "$want" ]; then
-		tap_ok "$name"
-	else
-		tap_not_ok "$name" "$line"
-		[ ! -s "$state.$kind" ] || sed 's/^/#   /' "$state.$kind" | head -n 10
-	fi
-}
-
-tap_verify() { tap_result "$1" "$2" "$3" verify "VERIFY OK"; }
-tap_heartbeat() { tap_result "$1" "$2" "$3" heartbeat "HEARTBEAT OK"; }
-
-tap_alive_verified() {
-	local name=$1 pid=$2 state=$3
-	if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--state $state"; then
-		tap_ok "$name: the task runs (pid $pid)"
-	else
-		tap_not_ok "$name: the task runs (pid $pid)" "no process $pid running the workload of $state"
-		tap_not_ok "$name: VERIFY OK" "not running"
-		tap_not_ok "$name: HEARTBEAT OK" "not running"
-		return 1
-	fi
-	tap_verify "$name: VERIFY OK (every byte, mappings, handles, events, queues)" "$pid" "$state"
-	tap_heartbeat "$name: HEARTBEAT OK (queues run)" "$pid" "$state"
-}
-
-wl_dump() {
-	local pid=$1 dir=$2
-	shift 2
-	rm -rf "$dir"
-	criu_dump "$pid" "$dir" --link-remap "$@"
+e2e_begin() {
+	e2e_require
+	scenario_warnings_begin
 }
 
 # wl_fresh <workload> <emulator params...> -- [workload args...]: (re)loads the emulator with
@@ -133,42 +70,19 @@ wl_fresh() {
 	pid=$WL_PID state=$WL_STATE
 }
 
-# tap_dump <name> <pid> <image dir> [criu args...]: criu dump (wl_dump) as one TAP result.
-tap_dump() {
-	local name=$1 p=$2 dir=$3
-	shift 3
-	if wl_dump "$p" "$dir" "$@"; then
-		tap_ok "$name"
-	else
-		tap_not_ok "$name" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+for_each_workload() {
+	local w scenario=${0##*/}
+	for w in kfd hsakmt; do
+		wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
+		img=/tmp/img-${scenario%%-*}-$w
+		"$1" "$w"
+	done
 }
 
-wl_restore() {
-	local dir=$1
+emu_reload_or_say() {
+	local what=$1
 	shift
-	criu_restore "$dir" "$@"
-}
-
-wl_kill() {
-	kill -KILL "$1" 2>/dev/null
-	wait_for "! kill -0 $1 2>/dev/null" 10
-}
-
-task_gone() {
-	local pid=$1 state=$2
-	! kill -0 "$pid" 2>/dev/null && ! pgrep -f -- "--state $state" >/dev/null
-}
-
-tap_no_task() {
-	local name=$1 pid=$2 state=$3
-	# criu kills what it restored before it returns; allow the kernel a moment to reap.
-	if wait_for "task_gone $pid '$state'" 5; then
-		tap_ok "$name"
-	else
-		tap_not_ok "$name" "left running: $(ps -o pid=,stat=,args= -p "$pid" 2>/dev/null; pgrep -af -- "--state $state")"
-		kill -KILL "$pid" $(pgrep -f -- "--state $state") 2>/dev/null
-	fi
+	emu_reload "$@" || { tap_not_ok "$what"; return 1; }
 }
 
 # The "bo" lines of one process in the emulator's debugfs view: "handle va size".
@@ -198,7 +112,7 @@ tap_same_bos() {
 }
 
 tap_no_kfd_process() {
-	if wait_for '! grep -q "^process" "$EMU_DEBUGFS/processes"' 5; then
+	if wait_for '! grep -q "^process" "$EMU_DEBUGFS/processes"' "${2:-5}"; then
 		tap_ok "$1"
 	else
 		tap_not_ok "$1"
@@ -206,25 +120,8 @@ tap_no_kfd_process() {
 	fi
 }
 
-emu_queue_beats() {
-	awk -v pid="$1" '$1 == "process" { cur = ($3 == pid) } cur && $1 == "queue" { printf "%s ", $10 }' \
-		"$EMU_DEBUGFS/processes"
-}
-
 emu_queues_paused() {
 	grep -q "^process pid $1 .* paused 1 " "$EMU_DEBUGFS/processes"
-}
-
-criu_version() {
-	criu --version 2>/dev/null | sed -n 's/^Version: *//p'
-}
-
-criu_has_inventory_plugins() {
-	local v major minor
-	v=$(criu_version)
-	major=${v%%.*} minor=${v#*.}
-	minor=${minor%%.*}
-	[ "${major:-0}" -gt 4 ] || { [ "${major:-0}" -eq 4 ] && [ "${minor:-0}" -ge 1 ]; }
 }
 
 tap_log_has() {
@@ -235,10 +132,6 @@ tap_log_has() {
 		tap_not_ok "$name" "no line matching /$re/ in ${file#"$RESULTS_DIR"/}"
 		grep -E 'Error|amdgpu_plugin' "$file" 2>/dev/null | grep -v 'param:' | tail -n 8 | sed 's/^/#   /'
 	fi
-}
-
-state_gpu_ids() {
-	awk '$1 == "gpu" { print $6 }' "$1"
 }
 
 scenario_warnings_begin() {
@@ -264,30 +157,23 @@ e2e_done() {
 	tap_done
 }
 
-# --- criu killed on purpose (e2e/90, e2e/91) ---------------------------------------------------
-
-now_us() { echo "${EPOCHREALTIME/./}"; }
-
-criu_killer_script() {
-	local action=$1 stamp=$2 script=/tmp/e2e-kill-criu-$1.sh
-	cat >"$script" <<SH
-#!/bin/sh
-# criu runs its action scripts as its own children
-[ "\$CRTOOLS_SCRIPT_ACTION" = $action ] || exit 0
-date +%s%6N >$stamp
-kill -KILL "\$PPID"
-SH
-	chmod +x "$script"
-	echo "$script"
-}
-
-criu_kill_now() {
-	kill -KILL "$CRIU_PID" 2>/dev/null
-	CRIU_KILLED_US=$(now_us)
-	[ ! -s "$1" ] || CRIU_KILLED_US=$(cat "$1")
-	wait "$CRIU_PID" 2>/dev/null
-	echo clear >"$EMU_DEBUGFS/fault"
-	echo 0 >/sys/module/amdgpu_emu/parameters/sdma_mbps
-}
-
 guard_gone() { ! pgrep -x amdgpu-guard >/dev/null; }
+
+# guest_overlays <base dir>: overlays over /usr, /var and /etc (the host's root, seen over 9p, is
+# not touched; they go with the caller's mount namespace). A checkout under one of them (a clone in
+# /var/tmp, say) would otherwise be seen through the overlay: another device, without the run
+# directory mounted inside it, and criu refuses a task whose files resolve to other inodes than
+# the ones it opened. So the checkout, with the mounts inside it, is kept aside and put back on top.
+guest_overlays() {
+	local base=$1 dir aside=$1/checkout
+	case "$VM_REPO/" in
+	/usr/* | /var/* | /etc/*) mkdir -p "$aside" && mount --rbind "$VM_REPO" "$aside" || return 1 ;;
+	esac
+	modprobe overlay || return 1
+	for dir in /usr /var /etc; do
+		mkdir -p "$base$dir/upper" "$base$dir/work" &&
+			mount -t overlay overlay -o "lowerdir=$dir,upperdir=$base$dir/upper,workdir=$base$dir/work" "$dir" ||
+			return 1
+	done
+	! mountpoint -q "$aside" || mount --rbind "$aside" "$VM_REPO"
+}

@@ -15,13 +15,18 @@
 #
 #   podman_enter "$@"                 re-execute the scenario in its own mount namespace
 #   podman_require                    skip (77) without podman or runc, or in a guest under 4 GiB
-#   podman_setup                      overlays, the package, the image
+#   podman_begin "$@"                 podman_enter, e2e_require, podman_require, the kernel log mark
+#   podman_setup                      the emulator as 2xmi210, overlays (guest_overlays of
+#                                     test/e2e/lib.sh), the package, the image
 #   pm <podman args...>               podman with the test bed's storage and runtime options
 #   gpu_run <name> <workload> <devices> [workload args...]
 #                                     starts a detached container running <workload>_workload with
 #                                     --state $RESULTS_DIR/<name>.state, given /dev/kfd and the render
 #                                     nodes in <devices> (space-separated); sets pid and state
 #   tap_podman <name> <podman args...>   one TAP result for a podman command (criu logs kept)
+#   tap_export_import <prefix> <name> <new name>   checkpoint --export, the container removed,
+#                                     restore --import as <new name>: TAP results named "<prefix>podman
+#                                     container ..."; sets pid to the new container's workload
 #   tap_import_refused <what> <archive> <new name> <refusal regex>
 #                                     restore --import must fail; the criu log podman's error names
 #                                     must hold the plugin's refusal (matching the regex); no
@@ -47,13 +52,6 @@ pm() {
 		--cgroup-manager cgroupfs --events-backend file --runtime "$PODMAN_RUNTIME" "$@"
 }
 
-# guest_overlay <dir>: the guest's own writable copy of <dir>, gone with this mount namespace
-guest_overlay() {
-	local dir=$1 base=$PODMAN_DIR/overlay$1
-	mkdir -p "$base/upper" "$base/work" &&
-		mount -t overlay overlay -o "lowerdir=$dir,upperdir=$base/upper,workdir=$base/work" "$dir"
-}
-
 # The image: the workloads, busybox as /bin/sh, and every shared library they and the ROCm
 # libraries load (ldd's closure), at their paths.
 podman_image() {
@@ -70,6 +68,16 @@ podman_image() {
 	tar -C "$root" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
 }
 
+# podman_begin "$@": a mount namespace of the scenario's own (the script runs again in it), then
+# skip (77) unless the workloads, the plugin, Podman and a 4 GiB guest are there; the kernel log
+# mark of e2e_done.
+podman_begin() {
+	podman_enter "$@"
+	e2e_require
+	podman_require
+	scenario_warnings_begin
+}
+
 podman_require() {
 	local mem_kib
 	command -v podman >/dev/null || { echo "podman is not installed"; exit 77; }
@@ -81,14 +89,16 @@ podman_require() {
 	fi
 }
 
+# podman_setup: the emulator loaded as 2xmi210, then the overlays, the package and the image
 podman_setup() {
 	local version deb
+	emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
 	version=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$VM_REPO/debian/changelog")
 	deb=$VM_REPO/build/deb/criu-amdgpu-plugin_${version}_amd64.deb
 	[ -e "$deb" ] || { tap_not_ok "the package is built" "no $deb: run make deb (make check does)"; e2e_done; }
 	rm -rf "$PODMAN_DIR"
 	mkdir -p "$PODMAN_DIR"
-	if modprobe overlay && guest_overlay /usr && guest_overlay /var && guest_overlay /etc &&
+	if guest_overlays "$PODMAN_DIR/overlay" &&
 		dpkg-deb -x "$deb" / && mkdir -p /etc/criu && echo link-remap >/etc/criu/runc.conf &&
 		podman_image; then
 		tap_ok "podman $(podman --version | awk '{ print $3 }') with $PODMAN_RUNTIME, the plugin from $(basename "$deb"), a local image"
@@ -125,6 +135,16 @@ tap_podman() {
 		grep -E 'Error|amdgpu_plugin: .*(fail|cannot|error)' "$log" | tail -n 5 | sed 's/^/#   /'
 	done
 	return 1
+}
+
+tap_export_import() {
+	local prefix=$1 name=$2 new=$3
+	tap_podman "${prefix}podman container checkpoint --export" \
+		container checkpoint --export "$PODMAN_DIR/$name.tar.gz" "$name" &&
+		pm rm -f "$name" >/dev/null 2>&1 &&
+		tap_podman "${prefix}podman container restore --import --name $new" \
+			container restore --import "$PODMAN_DIR/$name.tar.gz" --name "$new"
+	pid=$(gpu_container_pid "$new")
 }
 
 tap_import_refused() {

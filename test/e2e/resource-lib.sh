@@ -4,9 +4,16 @@
 # test/e2e/demo-guest.sh and test/bench/transfer.sh. Sourced after test/vm/lib.sh, in the guest,
 # from the repo root.
 #
-#   wl_start <var> <name> <state> <workload> [options...]   spawn a workload, wait for READY
-#   wl_check <pid> <USR1|USR2> <state> <seconds>            ask for a check; prints its first line
-#   wl_stop <pid>                                           SIGKILL, and wait until it is gone
+#   (test/e2e/lib.sh, sourced here, brings the rest: workloads, criu in TAP, task snapshots)
+#   wl_end <pid> <image dir>                                SIGTERM (SIGKILL if it stays), the
+#                                                           images removed if nothing failed
+#   tap_restored_in_cg <cgroup dir> <name>                  five TAP results: the restored $pid
+#                                                           is in the cgroup, verifies, beats, and
+#                                                           is the task dumped (<name>.dumped)
+#   wl_start_in_cg <cgroup dir> <name>                      kfd_workload started in the cgroup
+#                                                           (sets pid, state); else the end
+#   resource_require <workload>                             skip (77) unless emulator, plugin and
+#                                                           that workload are built
 #   state_vram_mib <state>                                  MiB of VRAM BOs a state file lists
 #   mem_mib <MemTotal|MemAvailable>                         from /proc/meminfo
 #   copy_figures <criu log> <saved|restored>                the plugin's per-GPU copy lines:
@@ -18,59 +25,34 @@
 #   vram_roundtrip <GPUs> <MiB per GPU> <BO MiB>            the round trip of scenarios 40-42
 #   task_snapshot, tap_same_task    the restored task is the dumped one (task-snapshot.sh)
 
-# shellcheck source=test/e2e/task-snapshot.sh
-. "$VM_REPO/test/e2e/task-snapshot.sh"
+# shellcheck source=test/e2e/lib.sh
+. "$VM_REPO/test/e2e/lib.sh"
 
-# wl_start <var> <name> <state> <workload> [options...]: the workload's pid goes into <var>;
-# fails (and shows the workload's output) when it does not come up within 5 minutes. With
-# $WL_CGROUP set to a cgroup directory, the workload starts in that cgroup.
-wl_start() {
-	local -n wl_pid=$1
-	local name=$2 state=$3 workload=$4
-	local -a enter=()
-	shift 4
-	rm -f "$state" "$state".*
-	# shellcheck disable=SC2016 # expanded by the inner shell, which then becomes the workload
-	[ -z "${WL_CGROUP:-}" ] || enter=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$WL_CGROUP")
-	spawn wl_pid "$name" "${enter[@]}" "test/e2e/bin/$workload" --state "$state" "$@"
-	if ! wait_for "[ -s '$state' ] || ! kill -0 $wl_pid 2>/dev/null" 300 || [ ! -s "$state" ]; then
-		log "$workload $* did not come up; its output:"
-		sed 's/^/#   /' "$RESULTS_DIR/$name.out" | tail -n 20
-		kill -KILL "$wl_pid" 2>/dev/null
-		return 1
+wl_start_in_cg() {
+	if ! WL_CGROUP=$1 wl_start kfd "$2"; then
+		tap_not_ok "kfd_workload starts in the container"
+		tap_done
 	fi
-	wait_for "grep -q '^READY $wl_pid\$' '$RESULTS_DIR/$name.out'" 10
+	pid=$WL_PID state=$WL_STATE
 }
 
-# wl_check <pid> <USR1|USR2> <state> <seconds>: sends the signal once the old result is gone and
-# prints the first line of the new one ("VERIFY OK", "HEARTBEAT FAIL: ...", or nothing).
-wl_check() {
-	local pid=$1 sig=$2 state=$3 limit=$4 file
-	case $sig in
-	USR1) file=$state.verify ;;
-	*) file=$state.heartbeat ;;
-	esac
-	rm -f "$file"
-	kill "-$sig" "$pid" 2>/dev/null || { echo "no process $pid"; return 1; }
-	wait_for "[ -s '$file' ] || ! kill -0 $pid 2>/dev/null" "$limit"
-	if [ -s "$file" ]; then
-		head -n1 "$file"
-	else
-		echo "no result in $file"
-	fi
+wl_end() {
+	kill -TERM "$1" 2>/dev/null
+	wait_for "! kill -0 $1 2>/dev/null" 60 || wl_kill "$1"
+	[ "$TAP_FAILED" -ne 0 ] || rm -rf "$2"
 }
 
-# tap_wl_check <name> <pid> <USR1|USR2> <state> <seconds>: one TAP result from a check.
-tap_wl_check() {
-	local name=$1 line want
-	shift
-	[ "$2" = USR1 ] && want="VERIFY OK" || want="HEARTBEAT OK"
-	line=$(wl_check "$@")
-	if [ "$line" = "$want" ]; then
-		tap_ok "$name"
-	else
-		tap_not_ok "$name" "$line"
-	fi
+tap_restored_in_cg() {
+	tap_check "the restored task is in the container" grep -qx "$pid" "$1/cgroup.procs"
+	tap_verify "restored workload verifies" "$pid" "$state"
+	tap_heartbeat "restored queue beats" "$pid" "$state"
+	tap_same_task "restored in the container" "$RESULTS_DIR/$2.dumped" "$pid"
+}
+
+resource_require() {
+	[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
+	[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
+	[ -x "$E2E_BIN/$1_workload" ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
 }
 
 # state_vram_mib <state>: MiB of VRAM BOs the state file lists.
@@ -80,11 +62,6 @@ state_vram_mib() {
 		[ "$rec" = bo ] && [ "${kind#vram}" != "$kind" ] && total=$((total + size))
 	done <"$1"
 	echo $((total / 1048576))
-}
-
-wl_stop() {
-	kill -KILL "$1" 2>/dev/null
-	wait_for "! kill -0 $1 2>/dev/null" 30
 }
 
 mem_mib() {
@@ -168,9 +145,7 @@ gpu_access() {
 vram_roundtrip() {
 	local gpus=$1 per_gpu=$2 bo=$3 need avail state imgs pid vram rc t0 t_dump t_restore
 	local dump_log restore_log pages gpu mib s mbps staging
-	[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-	[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-	[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+	resource_require kfd
 	# The emulated VRAM is guest RAM: the BOs, plus criu, the staging rings and slack.
 	need=$((gpus * per_gpu + 384))
 	avail=$(mem_mib MemAvailable)
@@ -182,17 +157,18 @@ vram_roundtrip() {
 	imgs=$RESULTS_DIR/images
 	rm -rf "$imgs"
 	t0=$EPOCHREALTIME
-	if ! wl_start pid big "$state" kfd_workload --gpus "$gpus" --vram-mb "$per_gpu" --bo-mb "$bo"; then
+	if ! wl_start kfd big --gpus "$gpus" --vram-mb "$per_gpu" --bo-mb "$bo"; then
 		tap_not_ok "kfd_workload with $gpus x $per_gpu MiB of VRAM comes up"
 		tap_done
 	fi
+	pid=$WL_PID
 	vram=$(state_vram_mib "$state")
 	if [ "$vram" -ge $((gpus * per_gpu)) ]; then
 		tap_ok "kfd_workload holds $vram MiB of VRAM on $gpus GPU(s), largest BO $(state_largest_bo_mib "$state") MiB ($(elapsed "$t0") s to set up)"
 	else
 		tap_not_ok "kfd_workload holds $((gpus * per_gpu)) MiB of VRAM" "the state file lists $vram MiB"
 	fi
-	tap_wl_check "verified before the dump" "$pid" USR1 "$state" 600
+	tap_verify "verified before the dump" "$pid" "$state" 600
 
 	task_snapshot "$pid" "$RESULTS_DIR/big.dumped"
 	t0=$EPOCHREALTIME
@@ -204,7 +180,7 @@ vram_roundtrip() {
 		tap_ok "criu dump succeeds and the task is gone (${t_dump} s)"
 	else
 		tap_not_ok "criu dump succeeds and the task is gone" "criu status $rc; $(grep -m3 'Error' "$dump_log")"
-		wl_stop "$pid"
+		wl_kill "$pid"
 		tap_done
 	fi
 	pages=$(stat -c %s "$imgs"/amdgpu-pages-*.img 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
@@ -227,8 +203,8 @@ vram_roundtrip() {
 		tap_not_ok "criu restore onto other gpu_ids succeeds" "criu status $rc; $(grep -m3 'Error' "$restore_log")"
 		tap_done
 	fi
-	tap_wl_check "restored process verifies every byte" "$pid" USR1 "$state" 600
-	tap_wl_check "restored queues beat" "$pid" USR2 "$state" 60
+	tap_verify "restored process verifies every byte" "$pid" "$state" 600
+	tap_heartbeat "restored queues beat" "$pid" "$state"
 	tap_same_task "restored" "$RESULTS_DIR/big.dumped" "$pid"
 
 	log "figures (not checks): dump ${t_dump} s, restore ${t_restore} s (whole criu runs) for $vram MiB of VRAM"
@@ -248,9 +224,7 @@ vram_roundtrip() {
 		tap_not_ok "the plugin logs its per-GPU copy figures" "no 'saved GPU'/'restored GPU' line in the criu logs"
 	fi
 
-	kill -TERM "$pid" 2>/dev/null
-	wait_for "! kill -0 $pid 2>/dev/null" 60 || wl_stop "$pid"
-	[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+	wl_end "$pid" "$imgs"
 	emu_unload
 }
 

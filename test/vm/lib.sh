@@ -10,6 +10,9 @@
 #   emu_reload [param=value...]  both
 #   emu_gpu_nodes                the topology node numbers that are GPUs, one per line
 #   emu_node_prop <node> <key>   a value from a topology node's properties
+#   emu_require <program> [hint] skip (77) unless the emulator and the program are built
+#   emu_tap_relay <preset> <what> <cmd...>   the emulator loaded with the preset, cmd's TAP relayed
+#                                (prefixed with the preset), the emulator unloaded
 #   plugin_dir                   the directory with the built amdgpu_plugin.so (fails if unbuilt)
 #   spawn <var> <name> <cmd...>  start a workload the criu way (own session, stdio to
 #                                $RESULTS_DIR/<name>.out); its pid goes into <var>
@@ -248,6 +251,27 @@ tap_dmesg_clean() {
 	else
 		tap_not_ok "the kernel log has no WARN, BUG or Oops" "$(echo "$bad" | head -n5)"
 	fi
+}
+
+# emu_require <program> [what is missing then]: skip (77) unless the emulator and the program are
+# built
+emu_require() {
+	[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
+	[ -x "$1" ] || { echo "no $1${2:+ ($2)}"; exit 77; }
+}
+
+# emu_tap_relay <preset> <what> <cmd...>: loads the emulator with the preset, relays the TAP of
+# cmd (a test program run against it) prefixed with the preset, and unloads it; a failed load or
+# unload is a result of its own ("<preset>: unload after <what>").
+emu_tap_relay() {
+	local p=$1 what=$2
+	shift 2
+	if ! emu_reload preset="$p"; then
+		tap_not_ok "$p: load"
+		return 1
+	fi
+	tap_relay "$p" "$@"
+	emu_unload || tap_not_ok "$p: unload after $what"
 }
 
 # --- TAP -------------------------------------------------------------------------------------

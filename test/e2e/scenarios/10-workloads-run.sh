@@ -7,6 +7,7 @@
 # cleanly on SIGTERM; on the 2xmi210 and mi100 presets, and with --gpus 1 on 2xmi210.
 # timeout: 900
 . test/vm/lib.sh
+. test/e2e/lib.sh
 
 [ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
 # Built on the host normally; this only catches up (or builds) when the sources are newer.
@@ -18,45 +19,18 @@ declare -A preset_gpus=([mi100]=1 [2xmi210]=2)
 declare -A bo_kinds=([kfd]="mmio vram vram-nohost gtt userptr events ring qctl eop cwsr doorbell"
 	[hsakmt]="vram vram-nohost gtt userptr ring qctl")
 
-echo "10-workloads-run: begin" >/dev/kmsg
-
-# signal_and_wait <pid> <signal> <result file> <seconds>: sends the signal once the old result is
-# gone and waits for the new one.
-signal_and_wait() {
-	local pid=$1 sig=$2 file=$3 limit=$4
-	rm -f "$file"
-	kill "-$sig" "$pid" 2>/dev/null || return 1
-	wait_for "[ -s '$file' ] || ! kill -0 $pid 2>/dev/null" "$limit" && [ -s "$file" ]
-}
-
-# check_result <name> <file> <expected first-line prefix>
-check_result() {
-	local name=$1 file=$2 want=$3 line
-	line=$(head -n1 "$file" 2>/dev/null)
-	if [ "${line#"$want"}" != "$line" ]; then
-		tap_ok "$name"
-	else
-		tap_not_ok "$name" "${line:-no result in $file}"
-		[ ! -s "$file" ] || sed 's/^/#   /' "$file" | head -n 20
-	fi
-}
+scenario_warnings_begin
 
 # run_workload <workload> <preset> <GPUs expected> <log name> [workload options...]
 run_workload() {
 	local w=$1 preset=$2 want=$3 log=$4 what pid state va n kind missing
 	shift 4
 	what="$w $preset${*:+ $*}"
-	state=$RESULTS_DIR/$log.state
-	rm -f "$state" "$state".*
-
-	spawn pid "$log" "test/e2e/bin/${w}_workload" --state "$state" "$@"
-	if ! wait_for "[ -s '$state' ] || ! kill -0 $pid 2>/dev/null" 180 || [ ! -s "$state" ]; then
-		tap_not_ok "$what: READY with a state file" "no state file; log:"
-		sed 's/^/#   /' "$RESULTS_DIR/$log.out"
-		kill -KILL "$pid" 2>/dev/null
+	if ! wl_start "$w" "$log" "$@"; then
+		tap_not_ok "$what: READY with a state file" "no state file or no READY line (its output above)"
 		return
 	fi
-	wait_for "grep -q '^READY $pid\$' '$RESULTS_DIR/$log.out'" 10
+	pid=$WL_PID state=$WL_STATE
 	n=$(grep -c '^gpu ' "$state")
 	missing=""
 	for kind in ${bo_kinds[$w]}; do
@@ -71,20 +45,16 @@ run_workload() {
 		sed 's/^/#   /' "$state" | head -n 20
 	fi
 
-	signal_and_wait "$pid" USR1 "$state.verify" 120
-	check_result "$what: SIGUSR1 verifies OK" "$state.verify" "VERIFY OK"
-	signal_and_wait "$pid" USR2 "$state.heartbeat" 60
-	check_result "$what: SIGUSR2 heartbeat OK" "$state.heartbeat" "HEARTBEAT OK"
+	tap_verify "$what: SIGUSR1 verifies OK" "$pid" "$state"
+	tap_heartbeat "$what: SIGUSR2 heartbeat OK" "$pid" "$state"
 	# verification exercises the events and handles: it must leave them as it found them
-	signal_and_wait "$pid" USR1 "$state.verify" 120
-	check_result "$what: a second verification is OK too" "$state.verify" "VERIFY OK"
+	tap_verify "$what: a second verification is OK too" "$pid" "$state"
 
 	# The check is not vacuous: one changed word of userptr memory is reported.
 	va=$(awk '$1 == "bo" && $6 == "userptr" { print $8; exit }' "$state")
 	if [ -n "$va" ] && printf '\x5a\x5a\x5a\x5a\x5a\x5a\x5a\x5a' |
 		dd of="/proc/$pid/mem" bs=1 seek=$((va + 0x1000)) oflag=seek_bytes conv=notrunc status=none; then
-		signal_and_wait "$pid" USR1 "$state.verify" 120
-		check_result "$what: a corrupted userptr word fails verification" "$state.verify" "VERIFY FAIL: bo"
+		tap_asked "$what: a corrupted userptr word fails verification" "$pid" "$state" verify "VERIFY FAIL: bo*"
 		grep -q "userptr.*offset 0x1000: expected" "$state.verify" ||
 			log "the failure does not name the userptr BO and offset 0x1000"
 	else
@@ -113,20 +83,9 @@ for preset in 2xmi210 mi100; do
 			run_workload "$w" "$preset" 1 "$w-$preset-gpus1" --gpus 1 --vram-mb 3 --bo-mb 1
 		done
 	fi
-	if wait_for '! grep -q "^process" /sys/kernel/debug/amdgpu_emu/processes 2>/dev/null' 10; then
-		tap_ok "$preset: no KFD process is left in the emulator"
-	else
-		tap_not_ok "$preset: no KFD process is left in the emulator"
-		sed 's/^/#   /' /sys/kernel/debug/amdgpu_emu/processes | head -n 20
-	fi
+	tap_no_kfd_process "$preset: no KFD process is left in the emulator" 10
 	tap_check "$preset: unload the emulator" emu_unload
 done
 
-warnings=$(dmesg | sed -n '/10-workloads-run: begin/,$p' | grep -E 'WARNING:|BUG:|Oops|general protection' || true)
-if [ -z "$warnings" ]; then
-	tap_ok "the kernel log has no warnings"
-else
-	tap_not_ok "the kernel log has no warnings"
-	echo "$warnings" | head -n 20 | sed 's/^/#   /'
-fi
+tap_no_kernel_warnings
 tap_done

@@ -7,12 +7,11 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
-for w in kfd hsakmt; do
-	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
-	img=/tmp/img-20-$w
+# restore_same_node <w>: the scenario for one workload, started (pid, state, img)
+restore_same_node() {
+	local w=$1
 	tap_verify "$w: VERIFY OK before the dump" "$pid" "$state"
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump "$w: criu dump" "$pid" "$img"
@@ -41,15 +40,12 @@ for w in kfd hsakmt; do
 	else
 		tap_skip "$w: a restore without the plugin fails naming it" "criu $(criu_version) has no inventory plugin list"
 	fi
-	if wl_restore "$img"; then
-		tap_ok "$w: criu restore"
-	else
-		tap_not_ok "$w: criu restore" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	tap_restore "$w: criu restore" "$img"
 	tap_log_has "$w: the plugin resumed the queues" "$CRIU_LAST_LOG" "amdgpu_plugin: pid $pid: GPU queues resumed"
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored" "$pid" "$state"
 	tap_same_task "$w: restored" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
-done
+}
+for_each_workload restore_same_node
 e2e_done

@@ -8,26 +8,20 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 new_ids=0x1234,0x4321 new_base=140
 for w in kfd hsakmt; do
 	wl_fresh "$w" preset=2xmi210 -- --vram-mb 3,2 --bo-mb 2 || continue
 	img=/tmp/img-21-$w
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
-	tap_dump "$w: criu dump" "$pid" "$img"
-	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+	tap_dump_gone "$w: criu dump" "$pid" "$state" "$img"
 
 	if ! emu_reload preset=2xmi210 gpu_ids=$new_ids render_minor_base=$new_base; then
 		tap_not_ok "$w: reload the emulator with gpu_ids $new_ids, render minors from $new_base"
 		continue
 	fi
-	if wl_restore "$img"; then
-		tap_ok "$w: criu restore onto gpu_ids $new_ids"
-	else
-		tap_not_ok "$w: criu restore onto gpu_ids $new_ids" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	tap_restore "$w: criu restore onto gpu_ids $new_ids" "$img"
 	tap_log_has "$w: the plugin mapped the image's GPUs onto the new ids" "$CRIU_LAST_LOG" \
 		'GPU map \(image -> local\) 0x[0-9a-f]+->0x(1234|4321), 0x[0-9a-f]+->0x(1234|4321)'
 	users=$(awk -v pid="$pid" '$1 == "process" { cur = ($3 == pid) } cur && $1 == "gpu" { print $4 }' \

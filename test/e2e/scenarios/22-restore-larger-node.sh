@@ -7,32 +7,24 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
-for w in kfd hsakmt; do
-	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
-	img=/tmp/img-22-$w
+# restore_larger_node <w>: the scenario for one workload, started (pid, state, img)
+restore_larger_node() {
+	local w=$1
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
-	tap_dump "$w: criu dump on 2xmi210" "$pid" "$img"
-	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+	tap_dump_gone "$w: criu dump on 2xmi210" "$pid" "$state" "$img"
 
-	if ! emu_reload preset=4xmi210 render_minor_base=132; then
-		tap_not_ok "$w: reload the emulator as 4xmi210"
-		continue
-	fi
+	emu_reload_or_say "$w: reload the emulator as 4xmi210" preset=4xmi210 render_minor_base=132 || return
 	n=$(emu_gpu_nodes | wc -l)
-	[ "$n" -eq 4 ] || log "4xmi210 shows $n GPUs"
-	if wl_restore "$img"; then
-		tap_ok "$w: criu restore on 4xmi210"
-	else
-		tap_not_ok "$w: criu restore on 4xmi210" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	tap_check "$w: the node after the reload is larger: 4 GPUs ($n)" test "$n" -eq 4
+	tap_restore "$w: criu restore on 4xmi210" "$img"
 	tap_log_has "$w: the image's two GPUs map onto two of the four" "$CRIU_LAST_LOG" \
 		'GPU map \(image -> local\) 0x[0-9a-f]+->0x[0-9a-f]+, 0x[0-9a-f]+->0x[0-9a-f]+$'
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored on 4xmi210" "$pid" "$state"
 	tap_same_task "$w: restored on 4xmi210" "$RESULTS_DIR/$w.dumped" "$pid" --larger-node
 	wl_kill "$pid"
-done
+}
+for_each_workload restore_larger_node
 e2e_done

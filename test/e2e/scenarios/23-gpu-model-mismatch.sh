@@ -7,27 +7,19 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
-for w in kfd hsakmt; do
-	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
-	img=/tmp/img-23-$w
-	tap_dump "$w: criu dump on 2xmi210" "$pid" "$img"
-	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+# restore_other_model <w>: the scenario for one workload, started (pid, state, img)
+restore_other_model() {
+	local w=$1
+	tap_dump_gone "$w: criu dump on 2xmi210" "$pid" "$state" "$img"
 
-	if ! emu_reload preset=mi250x; then
-		tap_not_ok "$w: reload the emulator as mi250x"
-		continue
-	fi
-	if wl_restore "$img"; then
-		tap_not_ok "$w: criu restore on mi250x fails" "it succeeded"
-	else
-		tap_ok "$w: criu restore on mi250x fails"
-	fi
+	emu_reload_or_say "$w: reload the emulator as mi250x" preset=mi250x || return
+	tap_restore_fails "$w: criu restore on mi250x fails" "$img"
 	tap_log_has "$w: the log names the GPU, device_id and both values" "$CRIU_LAST_LOG" \
 		'amdgpu_plugin: .*gpu 0x(c1e6|2b8c) .*no local GPU fits.*has device_id 0x740c, not 0x740f'
 	tap_no_task "$w: no restored task is left" "$pid" "$state"
 	tap_no_kfd_process "$w: no KFD process is left in the emulator"
-done
+}
+for_each_workload restore_other_model
 e2e_done

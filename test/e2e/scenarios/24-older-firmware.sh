@@ -8,27 +8,19 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
-for w in kfd hsakmt; do
-	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
-	img=/tmp/img-24-$w
+# restore_older_firmware <w>: the scenario for one workload, started (pid, state, img)
+restore_older_firmware() {
+	local w=$1
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
-	tap_dump "$w: criu dump with firmware 78" "$pid" "$img"
-	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+	tap_dump_gone "$w: criu dump with firmware 78" "$pid" "$state" "$img"
 
-	if ! emu_reload preset=2xmi210 fw_version=70 gpu_ids=0x5150,0x7170; then
-		tap_not_ok "$w: reload the emulator with fw_version=70"
-		continue
-	fi
+	emu_reload_or_say "$w: reload the emulator with fw_version=70" preset=2xmi210 fw_version=70 gpu_ids=0x5150,0x7170 || return
 	fw=$(emu_node_prop "$(emu_gpu_nodes | head -n1)" fw_version)
 	[ "$fw" = 70 ] || log "the emulator shows fw_version $fw, not 70"
-	if wl_restore "$img"; then
-		tap_not_ok "$w: criu restore onto firmware 70 fails" "it succeeded"
+	if ! tap_restore_fails "$w: criu restore onto firmware 70 fails" "$img"; then
 		wl_kill "$pid"
-	else
-		tap_ok "$w: criu restore onto firmware 70 fails"
 	fi
 	tap_log_has "$w: the log names the GPU, fw_version, both values and KFD_FW_VER_CHECK" "$CRIU_LAST_LOG" \
 		'amdgpu_plugin: .*gpu 0x(c1e6|2b8c) .*has fw_version 70 < 78 \(KFD_FW_VER_CHECK=0 disables this check\)'
@@ -38,11 +30,12 @@ for w in kfd hsakmt; do
 	if KFD_FW_VER_CHECK=0 wl_restore "$img"; then
 		tap_ok "$w: criu restore with KFD_FW_VER_CHECK=0"
 	else
-		tap_not_ok "$w: criu restore with KFD_FW_VER_CHECK=0" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+		tap_not_ok "$w: criu restore with KFD_FW_VER_CHECK=0" "$(criu_log_names "$CRIU_LAST_LOG")"
 	fi
 	tap_log_has "$w: the plugin took KFD_FW_VER_CHECK=0" "$CRIU_LAST_LOG" 'param: KFD_FW_VER_CHECK:N'
 	tap_alive_verified "$w: restored onto firmware 70" "$pid" "$state"
 	tap_same_task "$w: restored onto firmware 70" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
-done
+}
+for_each_workload restore_older_firmware
 e2e_done

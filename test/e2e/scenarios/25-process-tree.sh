@@ -8,8 +8,7 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 ks=$RESULTS_DIR/kfd.state hs=$RESULTS_DIR/hsakmt.state img=/tmp/img-25
 rm -f "$ks"* "$hs"*
@@ -38,26 +37,13 @@ fi
 
 task_snapshot "$kpid" "$RESULTS_DIR/kfd.dumped"
 task_snapshot "$hpid" "$RESULTS_DIR/hsakmt.dumped"
-if wl_dump "$parent" "$img"; then
-	tap_ok "criu dump of the tree from the parent's pid"
-else
-	tap_not_ok "criu dump of the tree from the parent's pid" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
-n=$(ls "$img"/amdgpu-kfd-*.img 2>/dev/null | wc -l)
-if [ "$n" -eq 2 ]; then
-	tap_ok "the image has one amdgpu-kfd image per GPU process"
-else
-	tap_not_ok "the image has one amdgpu-kfd image per GPU process" "$n of them"
-fi
+tap_dump "criu dump of the tree from the parent's pid" "$parent" "$img"
+tap_image_files "the image has one amdgpu-kfd image per GPU process" 2 "$img"/amdgpu-kfd-*.img
 wait_for "task_gone $parent /nonexistent && task_gone $kpid '$ks' && task_gone $hpid '$hs'" 10 ||
 	kill -KILL "$parent" "$kpid" "$hpid" 2>/dev/null
 wait_for "task_gone $parent /nonexistent && task_gone $kpid '$ks' && task_gone $hpid '$hs'" 10
 
-if wl_restore "$img"; then
-	tap_ok "criu restore of the tree"
-else
-	tap_not_ok "criu restore of the tree" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
+tap_restore "criu restore of the tree" "$img"
 if grep -q 'already in use' "$CRIU_LAST_LOG"; then
 	tap_not_ok "no fd clash while restoring render-node fds (#2269)" "$(grep 'already in use' "$CRIU_LAST_LOG" | head -n1)"
 else

@@ -8,44 +8,30 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
-for w in kfd hsakmt; do
-	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 --bo-mb 1 || continue
-	img=/tmp/img-26-$w
+# dump_leave_running <w>: the scenario for one workload, started (pid, state, img)
+dump_leave_running() {
+	local w=$1
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	tap_dump "$w: criu dump -R" "$pid" "$img" -R
 	# criu restores the task's stdout file at the size it had at the dump: keep that version
 	cp "$RESULTS_DIR/$w.out" "/tmp/img-26-$w.out"
 	tap_log_has "$w: the plugin resumed the queues after the dump" "$CRIU_LAST_LOG" \
 		"amdgpu_plugin: pid $pid: queues resumed"
-	before=$(emu_queue_beats "$pid")
-	sleep 1
-	after=$(emu_queue_beats "$pid")
-	if [ -n "$before" ] && [ "$before" != "$after" ]; then
-		tap_ok "$w: the emulator's heartbeat of its queues advances ($before-> $after)"
-	else
-		tap_not_ok "$w: the emulator's heartbeat of its queues advances" "before: '$before', after: '$after'"
-	fi
+	tap_beats_advance "$w: the emulator's heartbeat of its queues advances" "$pid"
 	tap_alive_verified "$w: left running" "$pid" "$state"
 	tap_same_task "$w: left running" "$RESULTS_DIR/$w.dumped" "$pid"
 
 	wl_kill "$pid"
 	mv "$RESULTS_DIR/$w.out" "$RESULTS_DIR/$w-left-running.out"
 	cp "/tmp/img-26-$w.out" "$RESULTS_DIR/$w.out"
-	if ! emu_reload preset=2xmi210 gpu_ids=0x0a0b,0x0c0d render_minor_base=150; then
-		tap_not_ok "$w: reload the emulator with other gpu_ids"
-		continue
-	fi
-	if wl_restore "$img"; then
-		tap_ok "$w: criu restore of the -R image on other gpu_ids"
-	else
-		tap_not_ok "$w: criu restore of the -R image on other gpu_ids" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	emu_reload_or_say "$w: reload the emulator with other gpu_ids" preset=2xmi210 gpu_ids=0x0a0b,0x0c0d render_minor_base=150 || return
+	tap_restore "$w: criu restore of the -R image on other gpu_ids" "$img"
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored from the -R image" "$pid" "$state"
 	tap_same_task "$w: restored from the -R image" "$RESULTS_DIR/$w.dumped" "$pid"
 	wl_kill "$pid"
-done
+}
+for_each_workload dump_leave_running
 e2e_done

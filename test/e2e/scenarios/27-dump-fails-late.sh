@@ -10,20 +10,11 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 # tap_lives_on <name> <pid> <state>: the emulator's heartbeat advances, and the task verifies.
 tap_lives_on() {
-	local before after
-	before=$(emu_queue_beats "$2")
-	sleep 1
-	after=$(emu_queue_beats "$2")
-	if [ -n "$before" ] && [ "$before" != "$after" ]; then
-		tap_ok "$1: the emulator's heartbeat of its queues advances"
-	else
-		tap_not_ok "$1: the emulator's heartbeat of its queues advances" "before: '$before', after: '$after'"
-	fi
+	tap_beats_advance "$1: the emulator's heartbeat of its queues advances" "$2"
 	tap_alive_verified "$1" "$2" "$3"
 }
 

@@ -8,8 +8,7 @@
 # timeout: 240
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 # pages_ids <dir>: the gpu_ids of the amdgpu-pages files in an image directory, sorted, one line.
 pages_ids() {
@@ -25,28 +24,15 @@ for w in kfd hsakmt; do
 	pid=$WL_PID state=$WL_STATE img1=/tmp/img-28a-$w img2=/tmp/img-28b-$w
 	user_ids=$(state_gpu_ids "$state" | sort | tr '\n' ' ')
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
-	if wl_dump "$pid" "$img1"; then
-		tap_ok "$w: first dump on gpu_ids $user_ids"
-	else
-		tap_not_ok "$w: first dump on gpu_ids $user_ids" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
-	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+	tap_dump_gone "$w: first dump on gpu_ids $user_ids" "$pid" "$state" "$img1"
 
 	emu_reload preset=2xmi210 gpu_ids=0x1111,0x2222 render_minor_base=140 ||
 		{ tap_not_ok "$w: reload with gpu_ids 0x1111,0x2222"; continue; }
-	if wl_restore "$img1"; then
-		tap_ok "$w: restore on gpu_ids 0x1111,0x2222"
-	else
-		tap_not_ok "$w: restore on gpu_ids 0x1111,0x2222" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	tap_restore "$w: restore on gpu_ids 0x1111,0x2222" "$img1"
 	tap_verify "$w: VERIFY OK after the first restore" "$pid" "$state"
 	tap_same_task "$w: restored once" "$RESULTS_DIR/$w.dumped" "$pid"
 
-	if wl_dump "$pid" "$img2"; then
-		tap_ok "$w: second dump of the remapped process"
-	else
-		tap_not_ok "$w: second dump of the remapped process" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	tap_dump "$w: second dump of the remapped process" "$pid" "$img2"
 	got=$(pages_ids "$img2")
 	if [ "$got" = "$user_ids" ]; then
 		tap_ok "$w: upstream defect §2.3: the second image's pages files carry the user gpu_ids ($got)"
@@ -67,11 +53,7 @@ for w in kfd hsakmt; do
 
 	emu_reload preset=2xmi210 gpu_ids=0x3333,0x4444 render_minor_base=150 ||
 		{ tap_not_ok "$w: reload with gpu_ids 0x3333,0x4444"; continue; }
-	if wl_restore "$img2"; then
-		tap_ok "$w: restore of the second image on gpu_ids 0x3333,0x4444"
-	else
-		tap_not_ok "$w: restore of the second image on gpu_ids 0x3333,0x4444" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-	fi
+	tap_restore "$w: restore of the second image on gpu_ids 0x3333,0x4444" "$img2"
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored twice" "$pid" "$state"
 	tap_same_task "$w: restored twice" "$RESULTS_DIR/$w.dumped" "$pid"

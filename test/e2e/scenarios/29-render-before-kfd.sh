@@ -11,8 +11,7 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 # fd_numbers <pid> <ERE>: the fds of the process whose target matches, sorted, one line.
 fd_numbers() {
@@ -49,26 +48,13 @@ wl_start kfd kfd --render-first --vram-mb 2 --bo-mb 1 || { tap_not_ok "the workl
 pid=$WL_PID state=$WL_STATE img=/tmp/img-29
 tap_check "--render-first: the render-node fds are below the /dev/kfd fd" render_below_kfd "$pid"
 task_snapshot "$pid" "$RESULTS_DIR/kfd.dumped"
-if wl_dump "$pid" "$img"; then
-	tap_ok "criu dump"
-else
-	tap_not_ok "criu dump" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
-n=$(ls "$img"/amdgpu-renderD-*.img 2>/dev/null | wc -l)
-if [ "$n" -eq 2 ]; then
-	tap_ok "the image has an amdgpu-renderD image per render-node fd"
-else
-	tap_not_ok "the image has an amdgpu-renderD image per render-node fd" "$n of them"
-fi
+tap_dump "criu dump" "$pid" "$img"
+tap_image_files "the image has an amdgpu-renderD image per render-node fd" 2 "$img"/amdgpu-renderD-*.img
 wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
 
 emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 render_minor_base=160 ||
 	{ tap_not_ok "reload the emulator with gpu_ids 0x0e01,0x0e02"; tap_done; }
-if wl_restore "$img"; then
-	tap_ok "criu restore on other gpu_ids"
-else
-	tap_not_ok "criu restore on other gpu_ids" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
+tap_restore "criu restore on other gpu_ids" "$img"
 first_render=$(grep -n 'amdgpu_plugin: restored amdgpu-renderD-' "$CRIU_LAST_LOG" | head -n1 | cut -d: -f1)
 kfd_line=$(grep -n 'amdgpu_plugin: pid [0-9]*: restored amdgpu-kfd-' "$CRIU_LAST_LOG" | head -n1 | cut -d: -f1)
 if [ -n "$first_render" ] && [ -n "$kfd_line" ] && [ "$first_render" -lt "$kfd_line" ]; then

@@ -10,18 +10,12 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 emu_reload preset=2xmi210 || { tap_not_ok "load the emulator (2xmi210)"; tap_done; }
 wl_start kfd kfd --vram-mb 2 --bo-mb 1 || { tap_not_ok "the workload gets ready"; tap_done; }
 pid=$WL_PID state=$WL_STATE img=/tmp/img-30
-if wl_dump "$pid" "$img"; then
-	tap_ok "criu dump"
-else
-	tap_not_ok "criu dump" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
-wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+tap_dump_gone "criu dump" "$pid" "$state" "$img"
 pages=$(cd "$img" && ls amdgpu-pages-*.img | head -n1)
 kfd=$(cd "$img" && ls amdgpu-kfd-*.img | head -n1)
 [ -n "$pages" ] && [ -n "$kfd" ] || log "the image lacks amdgpu-pages or amdgpu-kfd files"
@@ -33,11 +27,7 @@ hostile() {
 	rm -rf "$copy"
 	cp -a "$img" "$copy"
 	(cd "$copy" && "$@") || log "damaging the copy failed: $*"
-	if wl_restore "$copy"; then
-		tap_not_ok "$what: criu restore fails" "it succeeded"
-	else
-		tap_ok "$what: criu restore fails"
-	fi
+	tap_restore_fails "$what: criu restore fails" "$copy"
 	tap_log_has "$what: the plugin's error names it" "$CRIU_LAST_LOG" "amdgpu_plugin: .*$re"
 	tap_no_task "$what: no task is left" "$pid" "$state"
 	tap_no_kfd_process "$what: no KFD process is left in the emulator"
@@ -59,11 +49,7 @@ hostile "$kfd of garbage" "image ${kfd//./\\.} announces [0-9]+ payload bytes" g
 hostile "$kfd with a garbage payload" "image ${kfd//./\\.} is not a valid criu_kfd message" garbage_kfd_payload
 KFD_MAX_BUFFER_SIZE=banana hostile "KFD_MAX_BUFFER_SIZE=banana" "KFD_MAX_BUFFER_SIZE='banana' is not a size" true
 
-if wl_restore "$img"; then
-	tap_ok "the undamaged image restores"
-else
-	tap_not_ok "the undamaged image restores" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
+tap_restore "the undamaged image restores" "$img"
 tap_alive_verified "restored from the undamaged image" "$pid" "$state"
 wl_kill "$pid"
 e2e_done

@@ -12,8 +12,7 @@
 # timeout: 180
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 emu_reload preset=2xmi210 || { tap_not_ok "load the emulator (2xmi210)"; tap_done; }
 wl_start kfd kfd --vram-mb 5,3 --bo-mb 3 || { tap_not_ok "the workload gets ready"; tap_done; }
@@ -23,12 +22,7 @@ n=$(awk '$1 == "bo" && $6 ~ /^vram/ && $10 == "0x280000"' "$state" | wc -l)
 gpu1=$(state_gpu_ids "$state" | sed -n 2p)
 
 task_snapshot "$pid" "$RESULTS_DIR/kfd.dumped"
-if wl_dump "$pid" "$img"; then
-	tap_ok "criu dump"
-else
-	tap_not_ok "criu dump" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
-wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+tap_dump_gone "criu dump" "$pid" "$state" "$img"
 for id in $(state_gpu_ids "$state"); do
 	# VRAM (0x1) and GTT (0x2) BOs are the ones whose contents go through the pages files
 	want=8
@@ -65,11 +59,7 @@ else
 	tap_not_ok "remove $node"
 fi
 
-if wl_restore "$img"; then
-	tap_ok "restore on gpu_ids 0x0d01,0x0d02"
-else
-	tap_not_ok "restore on gpu_ids 0x0d01,0x0d02" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
+tap_restore "restore on gpu_ids 0x0d01,0x0d02" "$img"
 line=$(wl_ask "$pid" "$state" verify)
 bad=$(grep -i 'size 0x280000' "$state.verify" 2>/dev/null | head -n 3)
 if [ -s "$state.verify" ] && [ -z "$bad" ]; then

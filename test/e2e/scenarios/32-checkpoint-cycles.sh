@@ -11,8 +11,7 @@
 # timeout: 2400
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 cycles=${E2E_CYCLES:-10}
 nodes=("gpu_ids=0x1a01,0x1a02 render_minor_base=140" "gpu_ids=0x2b01,0x2b02 render_minor_base=160")
@@ -39,7 +38,7 @@ for w in kfd hsakmt; do
 		[ $((c % 3)) -ne 0 ] || leave=(-R)
 		t0=$EPOCHREALTIME
 		if ! CRIU_RSS_FILE=$RESULTS_DIR/rss wl_dump "$pid" "$img" "${leave[@]}"; then
-			tap_not_ok "$w: cycle $c: criu dump ${leave[*]}" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+			tap_not_ok "$w: cycle $c: criu dump ${leave[*]}" "$(criu_log_names "$CRIU_LAST_LOG")"
 			ok=0
 			break
 		fi
@@ -58,7 +57,7 @@ for w in kfd hsakmt; do
 			fi
 			t0=$EPOCHREALTIME
 			if ! CRIU_RSS_FILE=$RESULTS_DIR/rss wl_restore "$img"; then
-				tap_not_ok "$w: cycle $c: criu restore on node $node" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+				tap_not_ok "$w: cycle $c: criu restore on node $node" "$(criu_log_names "$CRIU_LAST_LOG")"
 				ok=0
 				break
 			fi

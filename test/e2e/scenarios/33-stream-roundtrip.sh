@@ -17,8 +17,7 @@
 # timeout: 300
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 # criu 4.3 (and criu-dev) name the RESTORE_INIT hook; they are the ones that retry plugin files.
 criu_retries_plugin_files() {
@@ -46,7 +45,7 @@ stream_dump() {
 	if criu_dump "$pid" "$img" --link-remap --stream "$@"; then
 		tap_ok "$name: criu dump --stream"
 	else
-		tap_not_ok "$name: criu dump --stream" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+		tap_not_ok "$name: criu dump --stream" "$(criu_log_names "$CRIU_LAST_LOG")"
 	fi
 	tap_check "$name: the stand-in captured the stream" streamer_wait
 	left=$(ls "$img" | grep '^amdgpu-' | head -n3)
@@ -104,7 +103,7 @@ for w in kfd hsakmt; do
 	if stream_restore "$img" "$stream"; then
 		tap_ok "$w: criu restore --stream onto $where"
 	else
-		tap_not_ok "$w: criu restore --stream onto $where" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+		tap_not_ok "$w: criu restore --stream onto $where" "$(criu_log_names "$CRIU_LAST_LOG")"
 	fi
 	tap_same_order "$w"
 	tap_same_task "$w: restored from a stream" "$RESULTS_DIR/33-$w.dumped" "$pid"
@@ -128,7 +127,7 @@ render_first_round() {
 		if stream_restore "$img" "$stream"; then
 			tap_ok "$name: criu restore --stream"
 		else
-			tap_not_ok "$name: criu restore --stream" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+			tap_not_ok "$name: criu restore --stream" "$(criu_log_names "$CRIU_LAST_LOG")"
 		fi
 		tap_same_order "$name"
 		tap_same_task "$name" "$RESULTS_DIR/33-rf.dumped" "$pid"

@@ -13,35 +13,31 @@
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
 
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-[ -x test/e2e/bin/hsakmt_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+resource_require hsakmt
 
 emu_load preset=2xmi210 || exit 1
 state=$RESULTS_DIR/w34.state
 imgs=/tmp/img-34 # the guest's tmpfs: a file system with holes
 rm -rf "$imgs"
-if ! wl_start pid w34 "$state" hsakmt_workload --vram-mb 48 --bo-mb 8 --zeros 80; then
+if ! wl_start hsakmt w34 --vram-mb 48 --bo-mb 8 --zeros 80; then
 	tap_not_ok "hsakmt_workload --zeros 80 starts"
 	tap_done
 fi
+pid=$WL_PID
 task_snapshot "$pid" "$RESULTS_DIR/w34.dumped"
 
 # sum_figure <log> <saved|restored> <field>: the sum over GPUs of a copy_figures field, in MiB
 sum_figure() { copy_figures "$1" "$2" | awk -v f="$3" '{ s += $f } END { printf "%.1f", s }'; }
+# restore_read <log>: read_mib and filled, the MiB the restore read and the engine filled (all GPUs)
+restore_read() {
+	read_mib=$(sum_figure "$1" restored 6)
+	filled=$(sum_figure "$1" restored 7)
+}
 # allocated_mib <files...>: what the files occupy on disk
 allocated_mib() { du -k -c "$@" 2>/dev/null | awk 'END { printf "%.1f", $1 / 1024 }'; }
 
-criu_dump "$pid" "$imgs"
-rc=$?
+tap_dumped_or_end "dumped" "$pid" "$imgs"
 dump_log=$CRIU_LAST_LOG
-if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
-	tap_ok "dumped"
-else
-	tap_not_ok "dumped" "criu status $rc: $(grep -m3 Error "$dump_log")"
-	wl_stop "$pid"
-	tap_done
-fi
 # the task's output file as dumped: criu restores a file only at the size it had
 cp "$RESULTS_DIR/w34.out" "$RESULTS_DIR/w34.out.dumped"
 copy_figures "$dump_log" saved | sed 's/^/#   saved: gpu MiB s MB\/s staging written zeros: /'
@@ -54,24 +50,16 @@ on_disk=$(allocated_mib "$imgs"/amdgpu-pages-*.img)
 tap_check "the pages files occupy $on_disk MiB on disk, no more than the $written MiB written (+1 MiB)" \
 	awk -v d="$on_disk" -v w="$written" 'BEGIN { exit !(d <= w + 1) }'
 
-criu_restore "$imgs"
-rc=$?
+tap_restored_or_end "restored from the sparse images" "$pid" "$imgs"
 restore_log=$CRIU_LAST_LOG
-if [ "$rc" -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
-	tap_ok "restored from the sparse images"
-else
-	tap_not_ok "restored from the sparse images" "criu status $rc: $(grep -m3 Error "$restore_log")"
-	tap_done
-fi
 copy_figures "$restore_log" restored | sed 's/^/#   restored: gpu MiB s MB\/s staging read zeros: /'
-read_mib=$(sum_figure "$restore_log" restored 6)
-filled=$(sum_figure "$restore_log" restored 7)
+restore_read "$restore_log"
 # no hole is read: at most what the files hold on disk (the blocks at a data run's ends, which
 # the 8-byte header shifts off the zero test's blocks, hold data and zeros)
 tap_check "the restore read $read_mib MiB (no more than the $on_disk MiB on disk) and the engine filled $filled MiB" \
 	awk -v r="$read_mib" -v d="$on_disk" -v f="$filled" 'BEGIN { exit !(r <= d + 0.2 && f > 0) }'
-tap_wl_check "restored from sparse images: verifies" "$pid" USR1 "$state" 120
-tap_wl_check "restored from sparse images: queues beat" "$pid" USR2 "$state" 60
+tap_verify "restored from sparse images: verifies" "$pid" "$state"
+tap_heartbeat "restored from sparse images: queues beat" "$pid" "$state"
 tap_same_task "restored from sparse images" "$RESULTS_DIR/w34.dumped" "$pid"
 kill -KILL "$pid"
 wait_for "! kill -0 $pid 2>/dev/null" 30
@@ -82,23 +70,13 @@ for f in "$imgs"/amdgpu-pages-*.img; do
 done
 dense=$(allocated_mib "$imgs"/amdgpu-pages-*.img)
 cp "$RESULTS_DIR/w34.out.dumped" "$RESULTS_DIR/w34.out"
-criu_restore "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
-	tap_ok "restored from the same images made dense ($dense MiB on disk)"
-else
-	tap_not_ok "restored from the same images made dense" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
-	tap_done
-fi
-read_mib=$(sum_figure "$CRIU_LAST_LOG" restored 6)
-filled=$(sum_figure "$CRIU_LAST_LOG" restored 7)
+tap_restored_or_end "restored from the same images made dense ($dense MiB on disk)" "$pid" "$imgs"
+restore_read "$CRIU_LAST_LOG"
 tap_check "dense images: all $read_mib of $logical MiB read, nothing filled ($filled)" \
 	awk -v r="$read_mib" -v l="$logical" -v f="$filled" 'BEGIN { exit !(r == l && f == 0) }'
-tap_wl_check "restored from dense images: verifies" "$pid" USR1 "$state" 120
+tap_verify "restored from dense images: verifies" "$pid" "$state"
 tap_same_task "restored from dense images" "$RESULTS_DIR/w34.dumped" "$pid"
 
-kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
-[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+wl_end "$pid" "$imgs"
 emu_unload
 tap_done

@@ -9,8 +9,7 @@
 # timeout: 300
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 img=/tmp/img-35-small
 roomy=/tmp/img-35
@@ -36,11 +35,8 @@ if wl_fresh kfd preset=2xmi210 -- --vram-mb 16 --bo-mb 4; then
 	# The original is the one that lives on: a restore of the failed dump must not bring up a
 	# second copy, so take the original out of the way first.
 	wl_kill "$pid"
-	if wl_restore "$img"; then
-		tap_not_ok "kfd: a restore from the failed dump's directory fails" "it succeeded"
+	if ! tap_restore_fails "kfd: a restore from the failed dump's directory fails" "$img"; then
 		wl_kill "$pid"
-	else
-		tap_ok "kfd: a restore from the failed dump's directory fails"
 	fi
 	tap_no_task "kfd: it leaves no task" "$pid" "$state"
 	tap_no_kfd_process "kfd: and no KFD process"
@@ -48,14 +44,13 @@ if wl_fresh kfd preset=2xmi210 -- --vram-mb 16 --bo-mb 4; then
 fi
 
 if wl_fresh kfd preset=2xmi210 -- --vram-mb 16 --bo-mb 4; then
-	tap_dump "kfd: the same dump into a directory with room" "$pid" "$roomy"
-	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+	tap_dump_gone "kfd: the same dump into a directory with room" "$pid" "$state" "$roomy"
 	if wl_restore "$roomy"; then
 		tap_ok "kfd: it restores"
 		tap_alive_verified "kfd: restored" "$pid" "$state"
 		wl_kill "$pid"
 	else
-		tap_not_ok "kfd: it restores" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+		tap_not_ok "kfd: it restores" "$(criu_log_names "$CRIU_LAST_LOG")"
 	fi
 fi
 

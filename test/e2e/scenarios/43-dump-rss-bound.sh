@@ -15,9 +15,7 @@
 
 bound_mib=8
 slack_mib=8
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+resource_require kfd
 [ -x /usr/bin/time ] || { echo "GNU time is not installed (Debian package time; scripts/install-deps.sh)"; exit 77; }
 avail=$(mem_mib MemAvailable)
 [ "$avail" -ge 900 ] || { echo "guest has $avail MiB available, this needs 900"; exit 77; }
@@ -32,10 +30,11 @@ dump_rss() {
 	shift 2
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	if ! wl_start pid "$name" "$RESULTS_DIR/$name.state" kfd_workload --gpus 1 "$@"; then
+	if ! wl_start kfd "$name" --gpus 1 "$@"; then
 		tap_not_ok "$name: kfd_workload $* comes up"
 		return 1
 	fi
+	pid=$WL_PID
 	log=$(criu_log_path "dump-$name")
 	task_snapshot "$pid" "$RESULTS_DIR/$name.dumped"
 	KFD_MAX_BUFFER_SIZE=${cap}M peak_rss_kib "$RESULTS_DIR/$name.rss" \
@@ -48,10 +47,10 @@ dump_rss() {
 		tap_ok "$name: dumped with KFD_MAX_BUFFER_SIZE=${cap}M, criu peak RSS $(($(<"$RESULTS_DIR/$name.rss") / 1024)) MiB"
 	else
 		tap_not_ok "$name: dumped with KFD_MAX_BUFFER_SIZE=${cap}M" "criu status $rc: $(grep -m3 Error "$log")"
-		wl_stop "$pid"
+		wl_kill "$pid"
 		return 1
 	fi
-	wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_stop "$pid"
+	wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_kill "$pid"
 }
 
 dump_rss tiny "$bound_mib" --vram-mb 2 --bo-mb 1 || tap_done
@@ -85,10 +84,10 @@ KFD_MAX_BUFFER_SIZE=${bound_mib}M criu_restore "$RESULTS_DIR/big"
 rc=$?
 if [ "$rc" -eq 0 ] && kill -0 "$pid_big" 2>/dev/null; then
 	tap_ok "the bounded dump restores (also bounded)"
-	tap_wl_check "restored workload verifies every byte" "$pid_big" USR1 "$RESULTS_DIR/big.state" 300
+	tap_verify "restored workload verifies every byte" "$pid_big" "$RESULTS_DIR/big.state" 300
 	tap_same_task "restored" "$RESULTS_DIR/big.dumped" "$pid_big"
 	kill -TERM "$pid_big"
-	wait_for "! kill -0 $pid_big 2>/dev/null" 30 || wl_stop "$pid_big"
+	wait_for "! kill -0 $pid_big 2>/dev/null" 30 || wl_kill "$pid_big"
 else
 	tap_not_ok "the bounded dump restores" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
 fi

@@ -11,9 +11,7 @@
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
 
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+resource_require kfd
 
 emu_load preset=2xmi210 || exit 1
 mapfile -t ids < <(gpu_ids_hex)
@@ -39,31 +37,18 @@ else
 fi
 tap_check "outside, both GPUs read" cat "$KFD_TOPOLOGY/${nodes[0]}/gpu_id" "$KFD_TOPOLOGY/${nodes[1]}/gpu_id"
 
-state=$RESULTS_DIR/w50.state
 imgs=$RESULTS_DIR/images
 rm -rf "$imgs"
-if ! WL_CGROUP=$cg wl_start pid w50 "$state" kfd_workload; then
-	tap_not_ok "kfd_workload starts in the container"
-	tap_done
-fi
+wl_start_in_cg "$cg" w50
 if [ "$(grep -c '^gpu ' "$state")" -eq 1 ] && grep -q "^gpu 0 .* gpu_id $shown " "$state"; then
 	tap_ok "the workload sees only GPU $shown"
 else
 	tap_not_ok "the workload sees only GPU $shown" "$(grep '^gpu ' "$state" | tr '\n' ';')"
 fi
-tap_wl_check "verified in the container" "$pid" USR1 "$state" 120
+tap_verify "verified in the container" "$pid" "$state"
 
 task_snapshot "$pid" "$RESULTS_DIR/w50.dumped"
-criu_dump "$pid" "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ]; then
-	tap_ok "criu (seeing both GPUs) dumps the container's workload"
-else
-	tap_not_ok "criu (seeing both GPUs) dumps the container's workload" \
-		"criu status $rc: $(grep -m3 -E 'Error|amdgpu_plugin: .*(fail|cannot)' "$CRIU_LAST_LOG")"
-	wl_stop "$pid"
-	tap_done
-fi
+tap_dumped_or_end "criu (seeing both GPUs) dumps the container's workload" "$pid" "$imgs"
 tap_check "the kfd image describes one GPU" grep -q 'amdgpu_plugin: pid [0-9]*: saved amdgpu-kfd-[0-9]*.img (1 GPUs' "$CRIU_LAST_LOG"
 pages=("$imgs"/amdgpu-pages-*.img)
 if [ "${#pages[@]}" -eq 1 ] && [ "${pages[0]%-"${shown#0x}".img}" != "${pages[0]}" ]; then
@@ -71,25 +56,12 @@ if [ "${#pages[@]}" -eq 1 ] && [ "${pages[0]%-"${shown#0x}".img}" != "${pages[0]
 else
 	tap_not_ok "one pages image, for GPU $shown" "${pages[*]##*/}"
 fi
-wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_stop "$pid"
+wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_kill "$pid"
 
-criu_restore "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
-	tap_ok "criu restores it into the container"
-else
-	tap_not_ok "criu restores it into the container" \
-		"criu status $rc: $(grep -m3 -E 'Error|amdgpu_plugin: .*(fail|cannot)' "$CRIU_LAST_LOG")"
-	tap_done
-fi
-tap_check "the restored task is in the container" grep -qx "$pid" "$cg/cgroup.procs"
-tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
-tap_wl_check "restored queue beats" "$pid" USR2 "$state" 60
-tap_same_task "restored in the container" "$RESULTS_DIR/w50.dumped" "$pid"
+tap_restored_or_end "criu restores it into the container" "$pid" "$imgs"
+tap_restored_in_cg "$cg" w50
 
-kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
-[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+wl_end "$pid" "$imgs"
 gpu_access clear
 emu_unload
 tap_done

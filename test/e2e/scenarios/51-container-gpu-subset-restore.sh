@@ -11,9 +11,7 @@
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
 
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+resource_require kfd
 
 emu_load preset=2xmi210 || exit 1
 mapfile -t ids < <(gpu_ids_hex)
@@ -21,24 +19,12 @@ cg_make cg ctr51
 trap 'cg_remove "$cg"' EXIT
 gpu_access "$(cg_path "$cg") ${ids[1]}"
 
-state=$RESULTS_DIR/w51.state
 imgs=$RESULTS_DIR/images
 rm -rf "$imgs"
-if ! WL_CGROUP=$cg wl_start pid w51 "$state" kfd_workload; then
-	tap_not_ok "kfd_workload starts in the container"
-	tap_done
-fi
-tap_wl_check "verified in the container on GPU ${ids[1]}" "$pid" USR1 "$state" 120
+wl_start_in_cg "$cg" w51
+tap_verify "verified in the container on GPU ${ids[1]}" "$pid" "$state"
 task_snapshot "$pid" "$RESULTS_DIR/w51.dumped"
-criu_dump "$pid" "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
-	tap_ok "dumped from the container"
-else
-	tap_not_ok "dumped from the container" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
-	wl_stop "$pid"
-	tap_done
-fi
+tap_dumped_or_end "dumped from the container" "$pid" "$imgs"
 
 emu_reload preset=2xmi210 gpu_ids=0x3c01,0x3c02 render_minor_base=160 || { tap_not_ok "emulator reload"; tap_done; }
 mapfile -t new_ids < <(gpu_ids_hex)
@@ -52,7 +38,7 @@ if [ "$rc" -ne 0 ] && ! kill -0 "$pid" 2>/dev/null; then
 	tap_ok "restore into a container without GPUs fails, no task left"
 else
 	tap_not_ok "restore into a container without GPUs fails, no task left" "criu status $rc"
-	wl_stop "$pid"
+	wl_kill "$pid"
 fi
 tap_check "the plugin says why" grep -q 'amdgpu_plugin: .*GPU' "$log"
 grep -m2 'amdgpu_plugin: .*\(GPU\|fail\)' "$log" | sed 's/^/#   /'
@@ -69,14 +55,9 @@ else
 	tap_done
 fi
 tap_check "GPU map ${ids[1]} -> ${new_ids[0]}" grep -q "GPU map (image -> local) ${ids[1]}->${new_ids[0]}\$" "$log"
-tap_check "the restored task is in the container" grep -qx "$pid" "$cg/cgroup.procs"
-tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
-tap_wl_check "restored queue beats" "$pid" USR2 "$state" 60
-tap_same_task "restored in the container" "$RESULTS_DIR/w51.dumped" "$pid"
+tap_restored_in_cg "$cg" w51
 
-kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
-[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+wl_end "$pid" "$imgs"
 gpu_access clear
 emu_unload
 tap_done

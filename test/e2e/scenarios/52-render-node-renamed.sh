@@ -12,28 +12,19 @@
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
 
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -n "$CRIU_LIBDIR" ] || { echo "plugin not built (plugins/amdgpu/amdgpu_plugin.so)"; exit 77; }
-[ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
+resource_require kfd
 
 emu_load preset=2xmi210 || exit 1
 state=$RESULTS_DIR/w52.state
 imgs=$RESULTS_DIR/images
 rm -rf "$imgs"
-if ! wl_start pid w52 "$state" kfd_workload; then
+if ! wl_start kfd w52; then
 	tap_not_ok "kfd_workload starts"
 	tap_done
 fi
+pid=$WL_PID
 task_snapshot "$pid" "$RESULTS_DIR/w52.dumped"
-criu_dump "$pid" "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ] && wait_for "! kill -0 $pid 2>/dev/null" 10; then
-	tap_ok "dumped"
-else
-	tap_not_ok "dumped" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
-	wl_stop "$pid"
-	tap_done
-fi
+tap_dumped_or_end "dumped" "$pid" "$imgs"
 
 emu_reload preset=2xmi210 gpu_ids=0x4d01,0x4d02 render_minor_base=150 || { tap_not_ok "emulator reload"; tap_done; }
 mapfile -t nodes < <(emu_gpu_nodes)
@@ -65,7 +56,7 @@ if wait_for "! kill -0 $pid 2>/dev/null" 10; then
 	tap_ok "no task left running"
 else
 	tap_not_ok "no task left running" "pid $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline)"
-	wl_stop "$pid"
+	wl_kill "$pid"
 fi
 tap_check "the emulator holds no KFD process" \
 	wait_for "! grep -q '^pid\\|^process' /sys/kernel/debug/amdgpu_emu/processes" 10
@@ -74,23 +65,14 @@ tap_check "the emulator holds no KFD process" \
 mv "$other" "$node" && mv "$away" "$other" || { tap_not_ok "swap the render nodes' names"; tap_done; }
 unswap() { mv "$node" "$away" && mv "$other" "$node" && mv "$away" "$other" && trap - EXIT; }
 trap unswap EXIT
-criu_restore "$imgs"
-rc=$?
-if [ "$rc" -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
-	tap_ok "with the nodes' names swapped, the same images restore"
-else
-	tap_not_ok "with the nodes' names swapped, the same images restore" "criu status $rc: $(grep -m3 Error "$CRIU_LAST_LOG")"
-	tap_done
-fi
+tap_restored_or_end "with the nodes' names swapped, the same images restore" "$pid" "$imgs"
 tap_check "the plugin says where it found GPU ${ids[1]}'s node" \
 	grep -q "amdgpu_plugin: GPU ${ids[1]}: its render node renderD$minor is $other" "$CRIU_LAST_LOG"
-tap_wl_check "restored workload verifies" "$pid" USR1 "$state" 120
-tap_wl_check "restored queues beat" "$pid" USR2 "$state" 60
+tap_verify "restored workload verifies" "$pid" "$state"
+tap_heartbeat "restored queues beat" "$pid" "$state"
 tap_same_task "restored" "$RESULTS_DIR/w52.dumped" "$pid"
 
-kill -TERM "$pid"
-wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_stop "$pid"
-[ "$TAP_FAILED" -ne 0 ] || rm -rf "$imgs"
+wl_end "$pid" "$imgs"
 unswap
 emu_unload
 tap_done

@@ -45,11 +45,7 @@ dmesg_mark "e2e-60: dump 1"
 tap_dump "rocr: criu dump" "$pid" "$img"
 tap_pending_at_checkpoint "rocr: dump 1" "e2e-60: dump 1"
 wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
-if wl_restore "$img"; then
-	tap_ok "rocr: criu restore on the same node"
-else
-	tap_not_ok "rocr: criu restore on the same node" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
+tap_restore "rocr: criu restore on the same node" "$img"
 tap_same_task "rocr: restored" "$RESULTS_DIR/rocr.dumped" "$pid"
 tap_alive_verified "rocr: restored" "$pid" "$state"
 
@@ -59,11 +55,7 @@ tap_pending_at_checkpoint "rocr: dump 2" "e2e-60: dump 2"
 wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
 emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 render_minor_base=160 ||
 	{ tap_not_ok "rocr: reload the emulator with other gpu_ids"; e2e_done; }
-if wl_restore "$img"; then
-	tap_ok "rocr: criu restore on other gpu_ids"
-else
-	tap_not_ok "rocr: criu restore on other gpu_ids" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
-fi
+tap_restore "rocr: criu restore on other gpu_ids" "$img"
 tap_same_task "rocr: restored on other gpu_ids" "$RESULTS_DIR/rocr.dumped" "$pid"
 tap_alive_verified "rocr: restored on other gpu_ids" "$pid" "$state"
 
@@ -71,8 +63,7 @@ tap_dump "rocr: criu dump -R" "$pid" "$img" -R
 tap_alive_verified "rocr: left running" "$pid" "$state"
 tap_same_task "rocr: left running" "$RESULTS_DIR/rocr.dumped" "$pid"
 
-tap_dump "rocr: criu dump before a faulty restore" "$pid" "$img"
-wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"
+tap_dump_gone "rocr: criu dump before a faulty restore" "$pid" "$state" "$img"
 echo "restore-rptr 1048576" >"$EMU_DEBUGFS/fault"
 dmesg_mark "e2e-60: faulty restore"
 if wl_restore "$img"; then
@@ -93,7 +84,7 @@ if wl_restore "$img"; then
 		fi
 	done
 else
-	tap_not_ok "rocr: criu restore (ring state injected wrong)" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+	tap_not_ok "rocr: criu restore (ring state injected wrong)" "$(criu_log_names "$CRIU_LAST_LOG")"
 fi
 echo clear >"$EMU_DEBUGFS/fault"
 wl_kill "$pid"

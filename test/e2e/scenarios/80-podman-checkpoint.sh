@@ -19,12 +19,8 @@
 . test/vm/lib.sh
 . test/e2e/lib.sh
 . test/e2e/podman-lib.sh
-podman_enter "$@"
-e2e_require
-podman_require
-scenario_warnings_begin
+podman_begin "$@"
 
-emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
 podman_setup
 
 if ! gpu_run gpu hsakmt "$(render_nodes)" --vram-mb 8; then
@@ -54,11 +50,7 @@ tap_check "dump.log: the queues were resumed once ($resumed), by criu, and no he
 	eval '[ "$resumed" = 1 ] && ! grep -q "UNPAUSE failed" "$dump_log"'
 grep 'amdgpu_plugin: .*\(UNPAUSE\|resumed\)' "$dump_log" 2>/dev/null | head -n 4 | sed 's/^/#   /'
 
-tap_podman "podman container checkpoint --export" container checkpoint --export "$PODMAN_DIR/gpu.tar.gz" gpu &&
-	pm rm -f gpu >/dev/null 2>&1 &&
-	tap_podman "podman container restore --import --name gpu-copy" \
-		container restore --import "$PODMAN_DIR/gpu.tar.gz" --name gpu-copy
-pid=$(gpu_container_pid gpu-copy)
+tap_export_import "" gpu gpu-copy
 tap_alive_verified "imported as gpu-copy" "$pid" "$state"
 podman_teardown
 
@@ -71,12 +63,7 @@ if [ -x "$E2E_BIN/rocr_workload" ] && gpu_run rocr rocr "$(render_nodes)" --vram
 	pid=$(gpu_container_pid rocr)
 	tap_alive_verified "rocr: restored container" "$pid" "$state"
 	tap_same_task "rocr: restored container" "$RESULTS_DIR/rocr.dumped" "$pid"
-	tap_podman "rocr: podman container checkpoint --export" \
-		container checkpoint --export "$PODMAN_DIR/rocr.tar.gz" rocr &&
-		pm rm -f rocr >/dev/null 2>&1 &&
-		tap_podman "rocr: podman container restore --import --name rocr-copy" \
-			container restore --import "$PODMAN_DIR/rocr.tar.gz" --name rocr-copy
-	pid=$(gpu_container_pid rocr-copy)
+	tap_export_import "rocr: " rocr rocr-copy
 	tap_alive_verified "rocr: imported as rocr-copy" "$pid" "$state"
 else
 	tap_not_ok "a container of ROCm's runtime (rocr_workload) starts"

@@ -16,12 +16,8 @@
 . test/vm/lib.sh
 . test/e2e/lib.sh
 . test/e2e/podman-lib.sh
-podman_enter "$@"
-e2e_require
-podman_require
-scenario_warnings_begin
+podman_begin "$@"
 
-emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
 podman_setup
 gpu_run mig hsakmt "$(render_nodes)" --vram-mb 8 || { tap_not_ok "a GPU container starts"; e2e_done; }
 tap_verify "container: before the checkpoints" "$pid" "$state"

@@ -19,10 +19,7 @@
 . test/vm/lib.sh
 . test/e2e/lib.sh
 . test/e2e/podman-lib.sh
-podman_enter "$@"
-e2e_require
-podman_require
-scenario_warnings_begin
+podman_begin "$@"
 
 # kfd_gpus <pid>: "user_gpu_id actual_gpu_id" of each GPU of the task's KFD process
 kfd_gpus() {
@@ -39,7 +36,6 @@ tap_kfd_gpus() {
 	fi
 }
 
-emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
 podman_setup
 read -r -a nodes <<<"$(render_nodes)"
 if ! gpu_run sub hsakmt "${nodes[1]}" --vram-mb 8; then

@@ -19,8 +19,7 @@
 # timeout: 900
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 SDMA_MBPS=16
 killed_at=/tmp/e2e-90-killed-at
@@ -58,7 +57,7 @@ kill_criu_at() {
 	rm -f "$killed_at"
 	criu_start dump -t "$p" -D "$img" --link-remap "$@"
 	if ! wait_moment "$moment" "$p" "$img"; then
-		tap_not_ok "$name: criu dump reaches the moment $moment" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+		tap_not_ok "$name: criu dump reaches the moment $moment" "$(criu_log_names "$CRIU_LAST_LOG")"
 		criu_kill_now "$killed_at"
 		return 1
 	fi
@@ -172,7 +171,7 @@ if wl_fresh kfd preset=2xmi210 -- --vram-mb 4 --bo-mb 2; then
 		tap_ok "kfd: the image restores"
 		tap_alive_verified "kfd: restored" "$pid" "$state"
 	else
-		tap_not_ok "kfd: the image restores" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+		tap_not_ok "kfd: the image restores" "$(criu_log_names "$CRIU_LAST_LOG")"
 	fi
 	tap_log_has "kfd: the restore started its guard" "$CRIU_LAST_LOG" "amdgpu_plugin: restore guard started"
 	if wait_for guard_gone 5 && ! compgen -G "$img/amdgpu-guard-*.sock" >/dev/null &&

@@ -16,8 +16,7 @@
 # timeout: 900
 . test/vm/lib.sh
 . test/e2e/lib.sh
-e2e_require
-scenario_warnings_begin
+e2e_begin
 
 SDMA_MBPS=16
 killed_at=/tmp/e2e-91-killed-at
@@ -102,7 +101,7 @@ dumped() {
 	wl_fresh "$w" preset=2xmi210 -- "$@" || return 1
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
 	if ! wl_dump "$pid" "$img"; then
-		tap_not_ok "$w: criu dump" "see ${CRIU_LAST_LOG#"$RESULTS_DIR"/}"
+		tap_not_ok "$w: criu dump" "$(criu_log_names "$CRIU_LAST_LOG")"
 		return 1
 	fi
 	wait_for "task_gone $pid '$state'" 10 || wl_kill "$pid"

@@ -7,17 +7,11 @@
 . test/vm/lib.sh
 
 test_bin=test/emu/tests/kfd_ioctl_test
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -x "$test_bin" ] || { echo "no $test_bin"; exit 77; }
+emu_require "$test_bin"
 
 dmesg_mark "20-emu-ioctl: begin"
 for p in mi100 2xmi210 mi250x cpx8; do
-	if ! emu_reload preset="$p"; then
-		tap_not_ok "$p: load"
-		continue
-	fi
-	tap_relay "$p" timeout 240 "$test_bin"
-	emu_unload || tap_not_ok "$p: unload after the test"
+	emu_tap_relay "$p" "the test" timeout 240 "$test_bin"
 done
 tap_dmesg_clean "20-emu-ioctl: begin"
 tap_done

@@ -13,26 +13,13 @@
 . test/vm/lib.sh
 
 client=test/emu/clients/drm_sdma_client
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -x "$client" ] || { echo "no $client (libdrm-dev missing at build time?)"; exit 77; }
+emu_require "$client" "libdrm-dev missing at build time?"
 
-echo "30-drm-libdrm-client: begin" >/dev/kmsg
+dmesg_mark "30-drm-libdrm-client: begin"
 for p in mi100 2xmi210 mi250x cpx8; do
-	if ! emu_reload preset="$p"; then
-		tap_not_ok "$p: load"
-		continue
-	fi
 	args=()
 	[ "$p" != 2xmi210 ] || args=(--copy-mib 256)
-	tap_relay "$p" timeout 400 "$client" "${args[@]}"
-	emu_unload || tap_not_ok "$p: unload after the client"
+	emu_tap_relay "$p" "the client" timeout 400 "$client" "${args[@]}"
 done
-
-bad=$(dmesg | sed -n '/30-drm-libdrm-client: begin$/,$p' |
-	grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace|refcount_t:|list_(add|del) corruption|UBSAN|KASAN')
-if [ -z "$bad" ]; then
-	tap_ok "the kernel log has no WARN, BUG or Oops"
-else
-	tap_not_ok "the kernel log has no WARN, BUG or Oops" "$(echo "$bad" | head -n5)"
-fi
+tap_dmesg_clean "30-drm-libdrm-client: begin"
 tap_done

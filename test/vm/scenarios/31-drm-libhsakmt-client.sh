@@ -11,24 +11,11 @@
 . test/vm/lib.sh
 
 client=test/emu/clients/hsakmt_client
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -x "$client" ] || { echo "no $client (libhsakmt-dev missing at build time?)"; exit 77; }
+emu_require "$client" "libhsakmt-dev missing at build time?"
 
-echo "31-drm-libhsakmt-client: begin" >/dev/kmsg
+dmesg_mark "31-drm-libhsakmt-client: begin"
 for p in mi100 2xmi210 mi250x cpx8; do
-	if ! emu_reload preset="$p"; then
-		tap_not_ok "$p: load"
-		continue
-	fi
-	tap_relay "$p" timeout 240 "$client"
-	emu_unload || tap_not_ok "$p: unload after the client"
+	emu_tap_relay "$p" "the client" timeout 240 "$client"
 done
-
-bad=$(dmesg | sed -n '/31-drm-libhsakmt-client: begin$/,$p' |
-	grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace|refcount_t:|list_(add|del) corruption|UBSAN|KASAN')
-if [ -z "$bad" ]; then
-	tap_ok "the kernel log has no WARN, BUG or Oops"
-else
-	tap_not_ok "the kernel log has no WARN, BUG or Oops" "$(echo "$bad" | head -n5)"
-fi
+tap_dmesg_clean "31-drm-libhsakmt-client: begin"
 tap_done

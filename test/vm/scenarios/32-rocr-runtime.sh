@@ -19,12 +19,23 @@
 
 client=test/emu/clients/rocr_client
 hip=test/emu/clients/hip_client
-[ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
-[ -x "$client" ] || { echo "no $client (libhsa-runtime-dev missing at build time?)"; exit 77; }
+emu_require "$client" "libhsa-runtime-dev missing at build time?"
 command -v rocminfo >/dev/null || { echo "rocminfo is not installed"; exit 77; }
 
 engines=/sys/kernel/debug/amdgpu_emu/engines
 mib=4
+
+# tap_rocminfo_lines <name> <count> <ERE> [ERE of what to show otherwise]: one result: rocminfo
+# prints <count> lines that match
+tap_rocminfo_lines() {
+	local name=$1 want=$2 re=$3 show=${4:-.} got
+	got=$(timeout 120 rocminfo 2>&1 | grep -cE -- "$re")
+	if [ "$got" = "$want" ]; then
+		tap_ok "$name"
+	else
+		tap_not_ok "$name" "it prints $got such lines: $(timeout 60 rocminfo 2>&1 | grep -E -- "$show" | tail -n3 | tr '\n' ';')"
+	fi
+}
 
 dmesg_mark "32-rocr-runtime: begin"
 declare -A cus=([mi100]=120 [2xmi210]=104 [mi250x]=110)
@@ -35,29 +46,14 @@ for p in mi100 2xmi210 mi250x cpx8; do
 	fi
 	n=$(grep -c . "$engines")
 	if [ "$p" = cpx8 ]; then
-		unknown=$(timeout 120 rocminfo 2>&1 | grep -c 'The GPU node has an unrecognized id')
-		if [ "$unknown" = "$n" ]; then
-			tap_ok "$p: ROCm 5.2.3 predates gfx942 and says so for each of the $n GPUs"
-		else
-			tap_not_ok "$p: ROCm 5.2.3 predates gfx942 and says so for each of the $n GPUs" \
-				"$unknown such warnings: $(timeout 60 rocminfo 2>&1 | tail -n3)"
-		fi
+		tap_rocminfo_lines "$p: ROCm 5.2.3 predates gfx942 and says so for each of the $n GPUs" "$n" \
+			'The GPU node has an unrecognized id'
 		emu_unload || tap_not_ok "$p: unload after the runtime"
 		continue
 	fi
-	agents=$(timeout 120 rocminfo 2>&1 | grep -cE '^  Name: +gfx[0-9a-f]+ *$')
-	if [ "$agents" = "$n" ]; then
-		tap_ok "$p: rocminfo lists the $n GPU agents"
-	else
-		tap_not_ok "$p: rocminfo lists the $n GPU agents" "it lists $agents: $(timeout 60 rocminfo 2>&1 | tail -n3)"
-	fi
-	real=$(timeout 120 rocminfo 2>&1 | grep -cE "^  Compute Unit: +${cus[$p]} *$")
-	if [ "$real" = "$n" ]; then
-		tap_ok "$p: rocminfo reports the model's ${cus[$p]} compute units for each GPU"
-	else
-		tap_not_ok "$p: rocminfo reports the model's ${cus[$p]} compute units for each GPU" \
-			"$(timeout 60 rocminfo 2>&1 | grep 'Compute Unit' | sort | uniq -c | tr '\n' ';')"
-	fi
+	tap_rocminfo_lines "$p: rocminfo lists the $n GPU agents" "$n" '^  Name: +gfx[0-9a-f]+ *$'
+	tap_rocminfo_lines "$p: rocminfo reports the model's ${cus[$p]} compute units for each GPU" "$n" \
+		"^  Compute Unit: +${cus[$p]} *$" 'Compute Unit'
 	before=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
 	dmesg_mark "32-rocr-runtime: $p"
 	tap_relay "$p" timeout 300 "$client" --mib "$mib"

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+#
+# Starting and asking the GPU workloads (test/e2e/README.md: their state files and signals). Sourced
+# in the guest after test/vm/lib.sh, by test/e2e/lib.sh.
+#
+#   wl_start <w> <name> [opts...]     start test/e2e/bin/<w>_workload (kfd|hsakmt|rocr) with --state
+#                                     $RESULTS_DIR/<name>.state, wait until it is READY; sets WL_PID
+#                                     and WL_STATE; false (its output logged) if it never got ready.
+#                                     $WL_CGROUP (a cgroup directory): start it in that cgroup
+#   wl_ask <pid> <state> verify|heartbeat [seconds]   SIGUSR1/SIGUSR2, wait for the result file,
+#                                     print its first line; false without a result
+#   tap_verify <name> <pid> <state> [seconds]     one TAP result: VERIFY OK
+#   tap_heartbeat <name> <pid> <state> [seconds]  one TAP result: HEARTBEAT OK
+#   tap_asked <name> <pid> <state> verify|heartbeat <pattern> [seconds]   one TAP result: the
+#                                     result's first line matches the glob pattern
+#   tap_alive_verified <name> <pid> <state>  the task runs, VERIFY OK, HEARTBEAT OK
+#   tap_beats_advance <name> <pid>    one TAP result: the emulator's heartbeat of its queues advances
+#   wl_kill <pid>                     SIGKILL and wait until it is gone
+#   task_gone <pid> <state>           no task with that pid, none running the workload of that state
+#   tap_no_task <name> <pid> <state>  one TAP result from task_gone (waits a little)
+#   state_gpu_ids <state>             the gpu_ids of the state file, one per line
+
+E2E_BIN=${E2E_BIN:-$VM_REPO/test/e2e/bin}
+EMU_DEBUGFS=/sys/kernel/debug/amdgpu_emu
+
+wl_start() {
+	local w=$1 name=$2
+	local -a enter=()
+	shift 2
+	WL_STATE=$RESULTS_DIR/$name.state
+	rm -f "$WL_STATE" "$WL_STATE".*
+	# shellcheck disable=SC2016 # expanded by the inner shell, which then becomes the workload
+	[ -z "${WL_CGROUP:-}" ] || enter=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$WL_CGROUP")
+	spawn WL_PID "$name" "${enter[@]}" "$E2E_BIN/${w}_workload" --state "$WL_STATE" "$@"
+	# large VRAM takes minutes to fill under TCG
+	if wait_for "[ -s '$WL_STATE' ] || ! kill -0 $WL_PID 2>/dev/null" 300 && [ -s "$WL_STATE" ] &&
+		wait_for "grep -q '^READY $WL_PID\$' '$RESULTS_DIR/$name.out'" 10; then
+		return 0
+	fi
+	log "$name: $w workload $* did not get ready; its output:"
+	sed 's/^/#   /' "$RESULTS_DIR/$name.out" | tail -n 20
+	kill -KILL "$WL_PID" 2>/dev/null
+	return 1
+}
+
+wl_ask() {
+	local pid=$1 file=$2.$3 sig=USR1 limit=${4:-}
+	[ "$3" = verify ] || sig=USR2
+	[ -n "$limit" ] || { [ "$3" = verify ] && limit=120 || limit=60; }
+	rm -f "$file"
+	kill "-$sig" "$pid" 2>/dev/null || { echo "no process $pid"; return 1; }
+	if ! wait_for "[ -s '$file' ] || ! kill -0 $pid 2>/dev/null" "$limit" || [ ! -s "$file" ]; then
+		kill -0 "$pid" 2>/dev/null && echo "no $3 result within ${limit}s" || echo "process $pid died"
+		return 1
+	fi
+	head -n1 "$file"
+}
+
+tap_asked() {
+	local name=$1 pid=$2 state=$3 kind=$4 want=$5 line
+	line=$(wl_ask "$pid" "$state" "$kind" "${6:-}")
+	# shellcheck disable=SC2053 # want is a pattern
+	if [[ $line == $want ]]; then
+		tap_ok "$name"
+	else
+		tap_not_ok "$name" "$line"
+		[ ! -s "$state.$kind" ] || sed 's/^/#   /' "$state.$kind" | head -n 10
+	fi
+}
+
+tap_verify() { tap_asked "$1" "$2" "$3" verify "VERIFY OK" "${4:-}"; }
+tap_heartbeat() { tap_asked "$1" "$2" "$3" heartbeat "HEARTBEAT OK" "${4:-}"; }
+
+tap_alive_verified() {
+	local name=$1 pid=$2 state=$3
+	if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--state $state"; then
+		tap_ok "$name: the task runs (pid $pid)"
+	else
+		tap_not_ok "$name: the task runs (pid $pid)" "no process $pid running the workload of $state"
+		tap_not_ok "$name: VERIFY OK" "not running"
+		tap_not_ok "$name: HEARTBEAT OK" "not running"
+		return 1
+	fi
+	tap_verify "$name: VERIFY OK (every byte, mappings, handles, events, queues)" "$pid" "$state"
+	tap_heartbeat "$name: HEARTBEAT OK (queues run)" "$pid" "$state"
+}
+
+emu_queue_beats() {
+	awk -v pid="$1" '$1 == "process" { cur = ($3 == pid) } cur && $1 == "queue" { printf "%s ", $10 }' \
+		"$EMU_DEBUGFS/processes"
+}
+
+tap_beats_advance() {
+	local name=$1 pid=$2 before after
+	before=$(emu_queue_beats "$pid")
+	sleep 1
+	after=$(emu_queue_beats "$pid")
+	if [ -n "$before" ] && [ "$before" != "$after" ]; then
+		log "$name: $before-> $after"
+		tap_ok "$name"
+	else
+		tap_not_ok "$name" "before: '$before', after: '$after'"
+	fi
+}
+
+wl_kill() {
+	kill -KILL "$1" 2>/dev/null
+	wait_for "! kill -0 $1 2>/dev/null" 30
+}
+
+task_gone() {
+	local pid=$1 state=$2
+	! kill -0 "$pid" 2>/dev/null && ! pgrep -f -- "--state $state" >/dev/null
+}
+
+tap_no_task() {
+	local name=$1 pid=$2 state=$3
+	# criu kills what it restored before it returns; allow the kernel a moment to reap.
+	if wait_for "task_gone $pid '$state'" 5; then
+		tap_ok "$name"
+	else
+		tap_not_ok "$name" "left running: $(ps -o pid=,stat=,args= -p "$pid" 2>/dev/null; pgrep -af -- "--state $state")"
+		kill -KILL "$pid" $(pgrep -f -- "--state $state") 2>/dev/null
+	fi
+}
+
+state_gpu_ids() {
+	awk '$1 == "gpu" { print $6 }' "$1"
+}
