@@ -60,11 +60,13 @@ occurrences() {
 	local kind nr count nth
 	while read -r kind nr count; do
 		[ -n "$kind" ] || continue
-		if [ "$sweep" = full ] || [ "$kind" != drm ]; then
+		if [ "$sweep" = full ]; then
 			for ((nth = 1; nth <= count; nth++)); do echo "kernel $kind $nr $nth 5"; done
-		else
+		elif [ "$kind" = drm ]; then
 			echo "kernel $kind $nr 1 5"
 		fi
+		# The part leaves KFD's ioctls and CRIU ops to the host tests, which fail each of them
+		# in a dump and a restore (test/unit/dump_session_test.cpp, restore_session_test.cpp).
 	done <<<"$1"
 	local call what seen=" " err
 	while read -r call what count; do

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# The soak: one task of each workload goes through E2E_CYCLES checkpoint cycles (10 here, 50 in
-# `make check-full`), dumped and restored alternately on two nodes whose GPUs have other ids and
-# render minors. Every third dump is taken with -R, and the next cycle dumps the task that ran on.
+# The soak: one task of each workload goes through E2E_CYCLES checkpoint cycles (10 run alone, 5
+# in `make check`, 50 in `make check-full`), dumped and restored alternately on two nodes whose
+# GPUs have other ids and render minors. Every third dump is taken with -R, and the next cycle dumps
+# the task that ran on.
 # After every cycle the task verifies every byte, its queues beat, and it is the task first seen
 # (tap_same_task: fd table, memory map, GPU state, host). Per cycle it reports the dump and
 # restore times, the task's fd count, criu's peak RSS and the task's VRAM as the emulator counts
