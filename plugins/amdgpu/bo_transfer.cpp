@@ -138,6 +138,7 @@ private:
 	void drain(const Ring &ring) noexcept;
 	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
 	void submit(Slot &slot, size_t chunk_index);
+	void emit_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p, uint64_t bo_va);
 	const MappedBo &mapped_bo(uint32_t index); // imported on first use, while earlier chunks copy
 	ImageWriter &writer();			   // opened at its turn
 	ImageReader &reader();			   // opened at its turn
@@ -230,27 +231,10 @@ void GpuWorker::submit(Slot &slot, size_t chunk_index)
 		const MappedBo &bo = mapped_bo(p.bo);
 		const uint64_t bo_va = bo.va() + p.bo_offset;
 		const uint64_t staging_va = slot.staging.va() + p.slot_offset;
-		if (dir_ == CopyDirection::to_image) {
+		if (dir_ == CopyDirection::to_image)
 			sdma::emit_copy_linear(ib_, bo_va, staging_va, p.len);
-		} else {
-			// the image's data is read into the staging buffer and copied; its holes are
-			// skipped and filled with zeros by the engine
-			const uint64_t at = c.image_offset + p.slot_offset;
-			reader(); // opened at its turn, which finds its holes
-			for (const Extent &e : holes_.split(at, p.len)) {
-				const uint64_t d = e.offset - at;
-				if (e.zero) {
-					reader().skip(e.len);
-					sdma::emit_const_fill(ib_, bo_va + d, 0, e.len);
-					zero_bytes_ += e.len;
-				} else {
-					reader().read(
-						{ slot.memory.data() + p.slot_offset + d, static_cast<size_t>(e.len) });
-					sdma::emit_copy_linear(ib_, staging_va + d, bo_va + d, e.len);
-					io_bytes_ += e.len;
-				}
-			}
-		}
+		else
+			emit_from_image(slot, c, p, bo_va);
 		if (resources.back() != bo.handle())
 			resources.push_back(bo.handle());
 	}
@@ -263,6 +247,27 @@ void GpuWorker::submit(Slot &slot, size_t chunk_index)
 	std::memcpy(slot.ib.cpu(), ib_.data(), ib_.size() * sizeof(uint32_t));
 	slot.seq = queue_->submit(slot.ib, static_cast<uint32_t>(ib_.size()), resources);
 	slot.chunk = chunk_index;
+}
+
+// One piece of a restore: the image's data is read into the staging buffer and copied; its holes
+// are skipped and filled with zeros by the engine.
+void GpuWorker::emit_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p, uint64_t bo_va)
+{
+	const uint64_t staging_va = slot.staging.va() + p.slot_offset;
+	const uint64_t at = c.image_offset + p.slot_offset;
+	reader(); // opened at its turn, which finds its holes
+	for (const Extent &e : holes_.split(at, p.len)) {
+		const uint64_t d = e.offset - at;
+		if (e.zero) {
+			reader().skip(e.len);
+			sdma::emit_const_fill(ib_, bo_va + d, 0, e.len);
+			zero_bytes_ += e.len;
+		} else {
+			reader().read({ slot.memory.data() + p.slot_offset + d, static_cast<size_t>(e.len) });
+			sdma::emit_copy_linear(ib_, staging_va + d, bo_va + d, e.len);
+			io_bytes_ += e.len;
+		}
+	}
 }
 
 // Nothing to read, and older writers may omit the file. A stream still carries the (empty) image in
