@@ -5,7 +5,7 @@
 # round-trips like scenario 40 and verifies every byte: sizes, SDMA packet counts and image
 # offsets must all be 64-bit. It needs a guest of about 9 GiB and about four minutes under TCG
 # (measured: 53 s to set up, dump 40 s, restore 54 s, two full verifications), so the main suite
-# (3 GiB guest) skips it and test/run-all.sh runs it in a guest of its own:
+# (3 GiB guest) skips it and `make check-full` (test/run-all.sh) runs it in a guest of its own:
 #   VM_MEM=10240 VM_SCENARIOS='e2e/42-*' test/vm/run-suite.sh
 # E2E_LARGE=1 forces it in a smaller guest (where it will run out of memory).
 # timeout: 1500
