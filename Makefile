@@ -184,8 +184,8 @@ check: deps
 	@test/run-all.sh
 
 # Everything `make check` runs, with the soak at its full length (50 checkpoint cycles per workload),
-# the fault sweep over every occurrence of every call and every checkpoint/restore scenario under
-# each criu release.
+# the fault sweep over every occurrence of every call, the BO over 4 GiB in a 10 GiB guest and
+# every checkpoint/restore scenario under criu 4.1.1, 4.2.1 and 4.3-abi (about 95 minutes).
 check-full: deps
 	@$(MAKE) --no-print-directory all $(UNIT43_BIN) fuzz-build
 	@E2E_CYCLES=$${E2E_CYCLES:-50} FAULT_SWEEP=$${FAULT_SWEEP:-full} CHECK_CRIU_ALL=1 test/run-all.sh
