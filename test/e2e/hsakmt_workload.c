@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+/* libhsakmt 6.x names KFD debugger structures in its prototypes without declaring them */
+#include <linux/kfd_ioctl.h>
 #include <hsakmt.h>
 
 #include "workload.h"

@@ -23,7 +23,20 @@
 #include <linux/kfd_ioctl.h>
 #include <drm/drm_gem.h>
 
+#include "emu_compat.h"
+
 #define EMU_NAME		"amdgpu_emu"
+
+/*
+ * The KFD interface version GET_VERSION reports: the uapi header's the module is built against,
+ * but never more than the emulator implements (every command and flag up to that version, with
+ * the kernel's semantics). Built against a newer kernel, the emulator is a kernel of that
+ * version's interface, not a kinder one.
+ */
+#define EMU_KFD_MINOR_IMPLEMENTED	11
+#define EMU_KFD_MINOR_VERSION \
+	(KFD_IOCTL_MINOR_VERSION < EMU_KFD_MINOR_IMPLEMENTED ? KFD_IOCTL_MINOR_VERSION : \
+							      EMU_KFD_MINOR_IMPLEMENTED)
 #define EMU_MAX_GPUS		16	/* MAX_GPU_INSTANCE of the 6.1 CRIU blob */
 
 /* Process virtual address layout of a gfx9 dGPU with 4 KiB pages. */

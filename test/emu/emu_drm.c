@@ -317,13 +317,13 @@ static int emu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 	 * The thunk reserves VRAM without host access with a PROT_NONE private
 	 * mapping; such a mapping can never be written, so it is not COW.
 	 */
-	if (is_cow_mapping(vma->vm_flags) &&
+	if (emu_vma_is_cow(vma) &&
 	    !(vma->vm_flags & (VM_READ | VM_WRITE | VM_EXEC)))
-		vma->vm_flags &= ~VM_MAYWRITE;
-	if (is_cow_mapping(vma->vm_flags))
+		emu_vm_flags_clear(vma, VM_MAYWRITE);
+	if (emu_vma_is_cow(vma))
 		return -EINVAL;
 
-	vma->vm_flags |= VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP;
+	emu_vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_page_prot = vm_get_page_prot(vma->vm_flags);
 	return 0;
 }
@@ -446,8 +446,8 @@ int emu_bo_pin_user(struct emu_bo *bo, struct mm_struct *mm, bool remote)
 		unsigned long addr = bo->user_addr + (done << PAGE_SHIFT);
 
 		if (remote)
-			n = pin_user_pages_remote(mm, addr, bo->npages - done,
-						  gup, pages + done, NULL, NULL);
+			n = emu_pin_user_pages_remote(mm, addr, bo->npages - done,
+						      gup, pages + done);
 		else
 			n = pin_user_pages_fast(addr, bo->npages - done, gup,
 						pages + done);
@@ -595,6 +595,9 @@ static const struct file_operations emu_drm_fops = {
 	.read = drm_read,
 	.llseek = noop_llseek,
 	.mmap = drm_gem_mmap,
+#ifdef FOP_UNSIGNED_OFFSET
+	.fop_flags = FOP_UNSIGNED_OFFSET,
+#endif
 };
 
 static const struct drm_driver emu_drm_driver = {
@@ -606,10 +609,14 @@ static const struct drm_driver emu_drm_driver = {
 	.fops = &emu_drm_fops,
 	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
 	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
+#if EMU_DRM_HAS_GEM_PRIME_MMAP
 	.gem_prime_mmap = drm_gem_prime_mmap,
+#endif
 	.name = "amdgpu",
 	.desc = "AMD GPU",
+#if EMU_DRM_HAS_DATE
 	.date = "20150101",
+#endif
 	.major = 3,
 	.minor = 49,
 	.patchlevel = 0,
@@ -692,6 +699,9 @@ static const struct file_operations emu_pad_fops = {
 	.release = drm_release,
 	.unlocked_ioctl = drm_ioctl,
 	.llseek = noop_llseek,
+#ifdef FOP_UNSIGNED_OFFSET
+	.fop_flags = FOP_UNSIGNED_OFFSET,
+#endif
 };
 
 static const struct drm_driver emu_pad_driver = {
@@ -699,7 +709,9 @@ static const struct drm_driver emu_pad_driver = {
 	.fops = &emu_pad_fops,
 	.name = "amdgpu_emu_pad",
 	.desc = "minor placeholder",
+#if EMU_DRM_HAS_DATE
 	.date = "20240101",
+#endif
 	.major = 1,
 };
 

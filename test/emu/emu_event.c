@@ -485,8 +485,8 @@ int emu_event_mmap(struct emu_process *p, struct vm_area_struct *vma)
 		ret = -EINVAL;
 		goto out;
 	}
-	vma->vm_flags |= VM_IO | VM_DONTCOPY | VM_DONTEXPAND | VM_NORESERVE |
-			 VM_DONTDUMP | VM_PFNMAP;
+	emu_vm_flags_set(vma, VM_IO | VM_DONTCOPY | VM_DONTEXPAND | VM_NORESERVE |
+			       VM_DONTDUMP | VM_PFNMAP);
 	for (i = 0; i < n && !ret; i++) {
 		struct page *page = p->signal_mem ? p->signal_mem->bo->pages[i] :
 				    virt_to_page(p->signal_kpages + i * PAGE_SIZE);

@@ -20,6 +20,7 @@
 #include <linux/mm.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
+#include <linux/seq_file.h>
 
 #include "emu.h"
 
@@ -384,7 +385,7 @@ static int emu_ioctl_get_version(struct file *filp, struct emu_process *p, void 
 	struct kfd_ioctl_get_version_args *args = data;
 
 	args->major_version = KFD_IOCTL_MAJOR_VERSION;
-	args->minor_version = KFD_IOCTL_MINOR_VERSION;
+	args->minor_version = EMU_KFD_MINOR_VERSION;
 	return 0;
 }
 
@@ -738,8 +739,8 @@ static int emu_kfd_mmap_pages(struct vm_area_struct *vma, struct page **pages,
 	unsigned int i;
 	int ret;
 
-	vma->vm_flags |= VM_IO | VM_DONTCOPY | VM_DONTEXPAND | VM_NORESERVE |
-			 VM_DONTDUMP | VM_PFNMAP;
+	emu_vm_flags_set(vma, VM_IO | VM_DONTCOPY | VM_DONTEXPAND | VM_NORESERVE |
+			       VM_DONTDUMP | VM_PFNMAP);
 	for (i = 0; i < n; i++) {
 		ret = remap_pfn_range(vma, vma->vm_start + i * PAGE_SIZE,
 				      page_to_pfn(pages[i]), PAGE_SIZE,
@@ -882,7 +883,7 @@ void emu_process_show_all(struct seq_file *m)
 
 /* ---- init --------------------------------------------------------------- */
 
-static char *emu_kfd_devnode(struct device *dev, umode_t *mode)
+static char *emu_kfd_devnode(EMU_DEVNODE_DEVICE *dev, umode_t *mode)
 {
 	if (mode)
 		*mode = 0666;
@@ -897,7 +898,7 @@ int emu_kfd_init(void)
 	if (emu_kfd_major < 0)
 		return emu_kfd_major;
 
-	emu_kfd_class = class_create(THIS_MODULE, "kfd");
+	emu_kfd_class = emu_class_create("kfd");
 	if (IS_ERR(emu_kfd_class)) {
 		ret = PTR_ERR(emu_kfd_class);
 		goto err_chrdev;

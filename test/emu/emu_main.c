@@ -355,4 +355,4 @@ module_exit(emu_exit);
 MODULE_DESCRIPTION("Emulated amdgpu/KFD user ABI for the criu-amdgpu-plugin test bed");
 MODULE_AUTHOR("criu-amdgpu-plugin developers");
 MODULE_LICENSE("GPL");
-MODULE_IMPORT_NS(DMA_BUF);
+EMU_IMPORT_NS_DMA_BUF();

@@ -435,7 +435,7 @@ static int emu_user_inc_u64(struct mm_struct *mm, u64 addr)
 		page = emu_vma_bo_page(vma, addr);
 		ours = true;
 	} else if (vma) {
-		n = get_user_pages_remote(mm, addr, 1, FOLL_WRITE, &page, NULL, NULL);
+		n = emu_get_user_pages_remote(mm, addr, 1, FOLL_WRITE, &page);
 		if (n != 1)
 			page = NULL;
 	}

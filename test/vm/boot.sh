@@ -17,11 +17,14 @@ vm_die() {
 	exit 125
 }
 
-# Makes sure the kernel and initramfs exist; sets ABI, KERNEL, INITRD.
+# The guest to boot (test/vm/prepare.sh): bookworm, the default, or trixie.
+VM_GUEST=${VM_GUEST:-bookworm}
+
+# Makes sure the guest's root, kernel and initramfs exist; sets GUEST, ROOT, ABI, KERNEL, INITRD.
 vm_prepare() {
-	"$VM_TOP/test/vm/prepare.sh" -q || vm_die "test/vm/prepare.sh failed"
+	"$VM_TOP/test/vm/prepare.sh" -q "$VM_GUEST" || vm_die "test/vm/prepare.sh $VM_GUEST failed"
 	# shellcheck source=/dev/null
-	. "$VM_CACHE/guest.env"
+	. "$VM_CACHE/guest-$VM_GUEST.env"
 }
 
 # vm_new_run <dir> <timeout-seconds> <bash script text>
@@ -51,6 +54,13 @@ vm_boot() {
 	# nothing in a throwaway guest. The i8042 probe alone is ~1s under TCG; there is no keyboard.
 	local append="console=ttyS0 quiet panic=-1 mitigations=off i8042.noaux i8042.nokbd i8042.nopnp"
 	append+=" 8250.nr_uarts=2 tsc=reliable no_timer_check vmrepo=$VM_TOP vmrun=$run vmcache=${VM_9P_CACHE:-loose}"
+	append+=" vmguest=$GUEST"
+	# A root of its own does not hold this checkout: it comes as a 9p export of its own.
+	local repo_share=()
+	if [ "$ROOT" != / ]; then
+		repo_share=(-virtfs "local,path=$VM_TOP,mount_tag=repo,security_model=passthrough,multidevs=remap")
+		append+=" vmrepotag=repo"
+	fi
 	# One guest at a time on this machine. QEMU inherits the lock's descriptor, so the lock lives
 	# as long as QEMU does, whatever happens to this script.
 	local lock
@@ -67,7 +77,8 @@ vm_boot() {
 		-nodefaults -display none -no-reboot \
 		-kernel "$KERNEL" -initrd "$INITRD" -append "$append" \
 		-serial "file:$run/console.log" -serial "$serial2" \
-		-virtfs local,path=/,mount_tag=host,security_model=passthrough,multidevs=remap \
+		-virtfs "local,path=$ROOT,mount_tag=host,security_model=passthrough,multidevs=remap" \
+		"${repo_share[@]}" \
 		-virtfs local,path="$run",mount_tag=run,security_model=passthrough,multidevs=remap \
 		</dev/null &
 	qemu=$!

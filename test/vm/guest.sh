@@ -5,7 +5,7 @@
 # the guest's own proc/sys/dev/tmp/run). Loads what criu needs, then runs the run directory's
 # command from the repo root and leaves its exit status for the host.
 #
-# Usage (inside the guest only): guest.sh <repo> <run-dir>
+# Usage (inside the guest only): guest.sh <repo> <run-dir> [<guest name>]
 # The run directory (written by test/vm/boot.sh on the host) holds
 #   command    the bash script to run
 #   timeout    its time limit in seconds
@@ -21,7 +21,8 @@ repo=$1
 run=$2
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 TERM=dumb
-export VM_GUEST=1 VM_RUN_DIR=$run
+# VM_GUEST names the guest (bookworm, trixie) for the scenarios.
+export VM_GUEST=${3:-bookworm} VM_RUN_DIR=$run
 
 # Guest uptime at each setup step, in <run-dir>/boot-times (builtins only: no process to start).
 mark() {
@@ -38,6 +39,15 @@ modprobe -a unix_diag inet_diag tcp_diag udp_diag netlink_diag af_packet_diag \
 	nfnetlink nf_tables nft_chain_nat nf_conntrack ip_tables iptable_filter tun veth ||
 	say "some of criu's modules did not load"
 mark modules
+
+# A guest with a root of its own runs our programs as built in that root (test/vm/trixie-build.sh):
+# that build is shown at the repo's own paths, so every scenario finds them where it always does.
+guest_build=$repo/build/vm/$VM_GUEST/src/test
+if [ "$VM_GUEST" != bookworm ]; then
+	for d in emu e2e; do
+		mount --bind "$guest_build/$d" "$repo/test/$d" || say "cannot show the $VM_GUEST build of test/$d"
+	done
+fi
 
 # The initramfs set the second serial port raw (no CR added to each LF).
 out=/dev/ttyS1

@@ -37,7 +37,7 @@ if [ -z "${RESULTS_DIR:-}" ]; then
 	export RESULTS_DIR
 fi
 
-EMU_KO=${EMU_KO:-$VM_REPO/test/emu/amdgpu_emu.ko}
+EMU_KO=${EMU_KO:-$VM_REPO/test/emu/amdgpu.ko}
 KFD_TOPOLOGY=/sys/class/kfd/kfd/topology/nodes
 
 log() { echo "# $*"; }

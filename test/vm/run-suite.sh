@@ -15,20 +15,31 @@
 #   E2E_CYCLES=N              checkpoint cycles of the soak scenario e2e/32 (default 10)
 #   FAULT_SWEEP=full          every occurrence of every call in the fault sweep e2e/95 (default: a
 #                             deterministic part)
-#   VM_CRIU=VERSION           run the scenarios under this criu: 3.17.1 (bookworm's package, the
-#                             default) or one test/criu/build.sh builds (4.1.1, 4.2.1, 4.3-abi);
-#                             every result line is then labelled "[criu VERSION]"
+#   VM_GUEST=NAME             the guest (test/vm/prepare.sh): bookworm (the default; Debian 12,
+#                             Linux 6.1) or trixie (Debian 13, the newest kernel Debian ships for it)
+#   VM_CRIU=VERSION           run the scenarios under this criu. In the bookworm guest: 3.17.1
+#                             (its package, the default) or one test/criu/build.sh builds (4.1.1,
+#                             4.2.1, 4.3-abi). In the trixie guest: 4.3 (Debian experimental's,
+#                             the default) or 4.1.1 (trixie's package). Result lines are labelled
+#                             "[criu VERSION]", and "[trixie, criu VERSION]" in the trixie guest
 # Exit status: 0 if nothing failed, 1 otherwise.
 set -uo pipefail
 . "$(dirname "$0")/boot.sh"
 cd "$VM_TOP" || exit 1
 
 t_start=$(date +%s.%N)
+criu_label=${VM_CRIU:+[criu $VM_CRIU] }
+case "$VM_GUEST" in
+bookworm) default_criu=3.17.1 ;;
+*) default_criu=4.3 ;;
+esac
+VM_CRIU=${VM_CRIU:-$default_criu}
 run="$VM_CACHE/last-run"
-[ "${VM_CRIU:-3.17.1}" = 3.17.1 ] || run+="-criu-$VM_CRIU"
+[ "$VM_GUEST" = bookworm ] || run+="-$VM_GUEST"
+[ "$VM_CRIU" = "$default_criu" ] || run+="-criu-$VM_CRIU"
 passed=0 failed=0 skipped=0
 
-criu_label=${VM_CRIU:+[criu $VM_CRIU] }
+[ "$VM_GUEST" = bookworm ] || criu_label="[$VM_GUEST, criu $VM_CRIU] "
 result() { # result PASS|FAIL|SKIP <what> [reason]
 	echo "$1: $criu_label$2"
 	[ -z "${3:-}" ] || echo "  # $3"
@@ -99,8 +110,11 @@ scenario_limit() {
 
 vm_prepare
 guest_env="${E2E_CYCLES:+E2E_CYCLES=$E2E_CYCLES }${FAULT_SWEEP:+FAULT_SWEEP=$FAULT_SWEEP }"
-case "${VM_CRIU:-3.17.1}" in
-3.17.1) ;;
+guest_env+="VM_CRIU=$VM_CRIU "
+case "$VM_GUEST:$VM_CRIU" in
+bookworm:3.17.1 | trixie:4.1.1) ;; # the guest's own package
+trixie:4.3) guest_env+="PATH=/opt/criu-4.3:\$PATH " ;;
+trixie:*) result FAIL "criu $VM_CRIU" "the trixie guest has criu 4.3 and 4.1.1"; finish ;;
 *)
 	criu_bin=$(test/criu/build.sh "$VM_CRIU") || { result FAIL "criu $VM_CRIU: build" "test/criu/build.sh $VM_CRIU failed"; finish; }
 	guest_env+="PATH=$(printf %q "${criu_bin%/criu}"):\$PATH "
@@ -117,7 +131,15 @@ mkdir -p "$run/scenarios"
 
 # --- the emulator --------------------------------------------------------------------------------
 
-if [ ! -e test/emu/Makefile ]; then
+if [ "$VM_GUEST" = trixie ]; then
+	# The emulator, its clients and the workloads, built in the guest's own root.
+	if test/vm/trixie-build.sh "$run/emu-build.log"; then
+		result PASS "emulator, clients and workloads: build in the trixie root"
+	else
+		result FAIL "emulator, clients and workloads: build in the trixie root" "test/vm/trixie-build.sh failed"
+		show "test/vm/trixie-build.sh" "$run/emu-build.log" 30
+	fi
+elif [ ! -e test/emu/Makefile ]; then
 	result FAIL "emulator" "not built: test/emu/Makefile does not exist yet"
 elif make -C test/emu >"$run/emu-build.log" 2>&1; then
 	result PASS "emulator: build"
@@ -208,9 +230,9 @@ poll_results() {
 
 # The criu the scenarios ran under, as it reports itself (4.3-abi is a patched 4.2.1).
 criu_seen() {
-	local want=${VM_CRIU:-3.17.1}
-	want=${want%-abi}
-	want=${want/4.3/4.2.1}
+	local want=$VM_CRIU
+	# 4.3-abi (bookworm guest) is a patched 4.2.1; the trixie guest's 4.3 is the real one.
+	[ "$want" != 4.3-abi ] || want=4.2.1
 	if grep -q "^Version: $want\$" "$run/criu-version" 2>/dev/null; then
 		result PASS "criu in the guest: $(head -n1 "$run/criu-version")"
 	else

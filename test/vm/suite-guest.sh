@@ -61,14 +61,14 @@ for arg in "$@"; do
 	# Leave the next scenario a clean slate: no emulator loaded, and the guest's RAM back from
 	# what the scenario left in /tmp (a tmpfs): checkpoint images, streams.
 	rm -rf /tmp/img-* /tmp/stream-*
-	if [ -d /sys/module/amdgpu_emu ]; then
-		echo "suite: $name left amdgpu_emu loaded; unloading it" >>"$dir/output"
+	if [ -d /sys/module/amdgpu ]; then
+		echo "suite: $name left the emulator (module amdgpu) loaded; unloading it" >>"$dir/output"
 		# Files of killed processes may take a moment to be released.
 		for _ in $(seq 20); do
-			rmmod amdgpu_emu 2>/dev/null && break
+			rmmod amdgpu 2>/dev/null && break
 			sleep 0.25
 		done
-		[ ! -d /sys/module/amdgpu_emu ] || rmmod amdgpu_emu >>"$dir/output" 2>&1
+		[ ! -d /sys/module/amdgpu ] || rmmod amdgpu >>"$dir/output" 2>&1
 	fi
 
 	echo "suite: end $name" >/dev/kmsg

@@ -163,5 +163,5 @@ criu_kill_now() {
 	[ ! -s "$1" ] || CRIU_KILLED_US=$(cat "$1")
 	wait "$CRIU_PID" 2>/dev/null
 	echo clear >"$EMU_DEBUGFS/fault"
-	echo 0 >/sys/module/amdgpu_emu/parameters/sdma_mbps
+	echo 0 >/sys/module/amdgpu/parameters/sdma_mbps
 }

@@ -52,7 +52,7 @@ kill_criu_at() {
 	mkdir -p "$img"
 	mark="e2e-90: $name $moment"
 	echo "$mark" >/dev/kmsg
-	echo "$SDMA_MBPS" >/sys/module/amdgpu_emu/parameters/sdma_mbps
+	echo "$SDMA_MBPS" >/sys/module/amdgpu/parameters/sdma_mbps
 	[ "$moment" != after-process-info ] || echo "criu-stall 1 1 30000" >"$EMU_DEBUGFS/fault"
 	rm -f "$killed_at"
 	criu_start dump -t "$p" -D "$img" --link-remap "$@"

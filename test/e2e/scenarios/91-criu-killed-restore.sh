@@ -44,7 +44,7 @@ kill_criu_at() {
 	rm -f "$killed_at" "$img"/amdgpu-plugin-guard.log
 	case "$moment" in
 	before-restore) echo "criu-stall 3 1 30000" >"$EMU_DEBUGFS/fault" ;;
-	during-copy) echo "$SDMA_MBPS" >/sys/module/amdgpu_emu/parameters/sdma_mbps ;;
+	during-copy) echo "$SDMA_MBPS" >/sys/module/amdgpu/parameters/sdma_mbps ;;
 	post-restore) args=(--action-script "$(criu_killer_script post-restore "$killed_at")") ;;
 	after-resume) args=(--action-script "$(criu_killer_script pre-resume "$killed_at")") ;;
 	esac

@@ -68,7 +68,7 @@ host_seam_off
 
 # --- the engine never completing --------------------------------------------------------------
 # 1 MB/s: a chunk takes longer than the plugin's limit for it (2 s plus the chunk at 4 MB/s).
-echo 1 >/sys/module/amdgpu_emu/parameters/sdma_mbps
+echo 1 >/sys/module/amdgpu/parameters/sdma_mbps
 t0=${EPOCHREALTIME/./}
 if wl_dump "$pid" "$img" -R; then
 	tap_not_ok "kfd: a dump whose copy engine hangs fails" "it succeeded"
@@ -76,7 +76,7 @@ else
 	tap_ok "kfd: a dump whose copy engine hangs fails"
 fi
 log "the hung engine became an error after $(((${EPOCHREALTIME/./} - t0) / 1000)) ms (criu's whole run)"
-echo 0 >/sys/module/amdgpu_emu/parameters/sdma_mbps
+echo 0 >/sys/module/amdgpu/parameters/sdma_mbps
 tap_log_has "kfd: the plugin says the engine is taken for hung, and after how long" "$CRIU_LAST_LOG" \
 	"amdgpu_plugin: GPU 0x[0-9a-f]+: SDMA submission [0-9]+ did not complete within [0-9.]+ s: the copy engine is taken for hung"
 tap_alive_verified "kfd: after the hung engine" "$pid" "$state"

@@ -43,7 +43,7 @@
 #include "client_tap.h"
 
 #define TOPOLOGY	"/sys/class/kfd/kfd/topology/nodes"
-#define MBPS_PARAM	"/sys/module/amdgpu_emu/parameters/sdma_mbps"
+#define MBPS_PARAM	"/sys/module/amdgpu/parameters/sdma_mbps"
 #define MAX_GPUS	16
 #define SDMA_MAX_COPY	(1u << 22)	/* COPY_LINEAR count is 22 bits: 4 MiB */
 #define MIB		(1ull << 20)

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+/* libhsakmt 6.x names KFD debugger structures in its prototypes without declaring them */
+#include <linux/kfd_ioctl.h>
 #include <hsakmt.h>
 
 #include "client_tap.h"

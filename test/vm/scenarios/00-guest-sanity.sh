@@ -1,28 +1,34 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# The guest is what the test bed promises: Debian's 6.1 kernel, Debian's criu 3.17.1 whose base
-# checks pass, modules that load, and the file systems criu and the scenarios rely on.
+# The guest is what the test bed promises: in the bookworm guest Debian 12's 6.1 kernel and criu
+# 3.17.1, in the trixie guest a Debian 13 kernel and the criu the suite asked for (VM_CRIU: 4.3 or
+# trixie's 4.1.1); a criu whose base checks pass, modules that load, and the file systems criu and
+# the scenarios rely on.
 # timeout: 120
 . test/vm/lib.sh
 
-abi=$(sed -n 's/^ABI=//p' build/vm/guest.env 2>/dev/null)
+guest=${VM_GUEST:-bookworm}
+abi=$(sed -n 's/^ABI=//p' "build/vm/guest-$guest.env" 2>/dev/null)
 kernel=$(uname -r)
-case "$kernel" in
-6.1.*-amd64) tap_ok "kernel is Debian's 6.1 ($kernel)" ;;
-*) tap_not_ok "kernel is Debian's 6.1" "uname -r says $kernel" ;;
+case "$guest:$kernel" in
+bookworm:6.1.*-amd64) tap_ok "kernel is Debian 12's 6.1 ($kernel)" ;;
+trixie:*+deb13-amd64) tap_ok "kernel is one Debian 13 ships ($kernel)" ;;
+*) tap_not_ok "kernel is the $guest guest's" "uname -r says $kernel" ;;
 esac
 if [ -n "$abi" ] && [ "$abi" = "$kernel" ]; then
 	tap_ok "kernel is the one prepare.sh resolved ($abi)"
 else
-	tap_not_ok "kernel is the one prepare.sh resolved" "guest.env says '$abi', uname -r '$kernel'"
+	tap_not_ok "kernel is the one prepare.sh resolved" "guest-$guest.env says '$abi', uname -r '$kernel'"
 fi
 
+want=${VM_CRIU:-3.17.1}
+[ "$want" != 4.3-abi ] || want=4.2.1 # criu 4.2.1 patched to 4.3's hook ABI
 version=$(criu --version | sed -n 's/^Version: //p')
-if [ "$version" = 3.17.1 ]; then
-	tap_ok "criu is 3.17.1"
+if [ "$version" = "$want" ]; then
+	tap_ok "criu is $want"
 else
-	tap_not_ok "criu is 3.17.1" "criu --version: $version"
+	tap_not_ok "criu is $want" "criu --version: $version"
 fi
 
 # `criu check` runs the checks every dump and restore needs; it prints "Looks good." only when all

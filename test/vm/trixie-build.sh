@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Builds what the trixie guest runs of our own, inside its root (chroot) with its compiler and
+# headers: the emulator against the guest kernel's own headers (and so its own KFD and amdgpu
+# uapi), the emulator's tests and real-client programs, and the e2e workloads against trixie's
+# ROCm. Sources are copied to build/vm/trixie/src/test/{emu,e2e,common} (modification times kept,
+# so make rebuilds only what changed); the guest shows that tree at the repo's test/emu and
+# test/e2e (test/vm/guest.sh), so every scenario finds its programs where it always does.
+#
+# The checkout is bound into the root at its own path in a mount namespace of this script's own:
+# nothing stays mounted when it ends.
+#
+# Usage: test/vm/trixie-build.sh [<log file>]
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+log=${1:-/dev/stderr}
+die() { echo "trixie-build: $*" >&2; exit 1; }
+
+root=$("$top/test/vm/trixie-root.sh" -q) || die "test/vm/trixie-root.sh failed"
+abi=$(cut -d' ' -f1 "$root/.testbed-root")
+src=$top/build/vm/trixie/src
+mkdir -p "$src/test"
+tar -C "$top/test" -cf - --exclude='*.o' --exclude='*.ko' --exclude='*.mod*' --exclude='.*.cmd' \
+	--exclude=Module.symvers --exclude=modules.order --exclude=bin --exclude=gen-include \
+	--exclude=kfd_ioctl_test --exclude='*_client' emu e2e common | tar -C "$src/test" -xf -
+
+mkdir -p "$root$top"
+unshare --mount --propagation private -- sh -ec '
+	root=$1 top=$2 src=$3 abi=$4
+	mount --bind "$top" "$root$top"
+	mount -t proc proc "$root/proc"
+	chroot "$root" make -C "$src/test/emu" -j2 KDIR="/usr/src/linux-headers-$abi"
+	chroot "$root" make -C "$src/test/e2e" -j2
+' sh "$root" "$top" "$src" "$abi" >"$log" 2>&1 || die "the build in the trixie root failed"
+[ -e "$src/test/emu/amdgpu.ko" ] || die "no amdgpu.ko was built"
