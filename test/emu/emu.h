@@ -4,7 +4,8 @@
  *
  * The module presents emulated AMD GPUs to user space exactly where the real
  * driver would: a KFD topology in sysfs, /dev/kfd with the KFD ioctl ABI 1.11
- * (including the CRIU operations) and one DRM render node per GPU.  Memory is
+ * (including the CRIU operations; up to 1.18 when built against a kernel
+ * whose header has it) and one DRM render node per GPU.  Memory is
  * kernel pages, queues are state plus a heartbeat, nothing executes shaders.
  */
 #ifndef AMDGPU_EMU_H
@@ -33,7 +34,7 @@
  * the kernel's semantics). Built against a newer kernel, the emulator is a kernel of that
  * version's interface, not a kinder one.
  */
-#define EMU_KFD_MINOR_IMPLEMENTED	11
+#define EMU_KFD_MINOR_IMPLEMENTED	18
 #define EMU_KFD_MINOR_VERSION \
 	(KFD_IOCTL_MINOR_VERSION < EMU_KFD_MINOR_IMPLEMENTED ? KFD_IOCTL_MINOR_VERSION : \
 							      EMU_KFD_MINOR_IMPLEMENTED)
@@ -370,6 +371,7 @@ struct emu_kfd_mem {
 	u64 size;			/* bytes as reported to CRIU */
 	u32 flags;
 	bool imported;			/* IMPORT_DMABUF: not counted as usage */
+	struct dma_buf *dmabuf;		/* EXPORT_DMABUF's, made once and kept (KFD 1.12) */
 	unsigned long mapped;		/* bitmap of pdd indices */
 };
 
@@ -414,7 +416,8 @@ struct emu_queue {
 	u64 ctx_save_addr;
 	u32 ctx_save_size;
 	u32 ctl_stack_size;
-	u32 sdma_id;
+	u32 sdma_id;			/* engine = sdma_id % engines of its kind */
+	bool engine_named;		/* SDMA_BY_ENG_ID: sdma_id is the caller's engine */
 	bool gws;
 	u32 cu_mask_count;
 	u32 *cu_mask;
@@ -444,6 +447,7 @@ struct emu_event {
 	struct list_head waiters;	/* under p->ev_lock */
 	struct kfd_hsa_memory_exception_data mem_data;
 	struct kfd_hsa_hw_exception_data hw_data;
+	u64 age;			/* signals so far, from 1 (KFD 1.14) */
 };
 
 struct emu_process {
@@ -461,6 +465,10 @@ struct emu_process {
 	struct emu_pdd pdds[EMU_MAX_GPUS];
 
 	bool xnack;
+	/* RUNTIME_ENABLE (KFD 1.13): ROCr's runtime announced itself; nobody debugs */
+	bool runtime_enabled;
+	bool runtime_ttmp_setup;
+	u64 runtime_r_debug;
 	bool queues_paused;		/* CRIU PROCESS_INFO .. UNPAUSE */
 	bool restore_pending;		/* CRIU RESTORE .. RESUME */
 	unsigned int evict_count;
@@ -511,6 +519,7 @@ int emu_ioctl_unmap_memory(struct file *filp, struct emu_process *p, void *data)
 int emu_ioctl_available_memory(struct file *filp, struct emu_process *p, void *data);
 int emu_ioctl_get_dmabuf_info(struct file *filp, struct emu_process *p, void *data);
 int emu_ioctl_import_dmabuf(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_export_dmabuf(struct file *filp, struct emu_process *p, void *data);
 struct emu_kfd_mem *emu_mem_create(struct emu_pdd *pdd, u64 va, u64 size,
 				   u32 flags, u64 user_addr, int handle);
 void emu_mem_destroy(struct emu_kfd_mem *mem);

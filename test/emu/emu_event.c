@@ -22,6 +22,7 @@ struct emu_waiter {
 	struct task_struct *task;
 	struct emu_event *ev;
 	bool activated;
+	bool age_enabled;		/* the waiter passed a last_event_age (KFD 1.14) */
 };
 
 static void emu_event_free(struct kref *ref)
@@ -184,6 +185,7 @@ int emu_ioctl_create_event(struct file *filp, struct emu_process *p, void *data)
 	}
 	args->event_id = ev->id;
 	args->event_trigger_data = ev->id;
+	ev->age = 1;
 out:
 	mutex_unlock(&p->lock);
 	return ret;
@@ -234,6 +236,9 @@ static void emu_event_set(struct emu_process *p, struct emu_event *ev)
 	spin_lock(&p->ev_lock);
 	/* an auto-reset signal goes to the waiters, if there are any */
 	ev->signaled = !ev->auto_reset || list_empty(&ev->waiters);
+	/* 6.8 (KFD 1.14): every signal ages the event; 0 and 1 are never reached again */
+	if (!++ev->age)
+		ev->age = 2;
 	emu_event_wake(ev);
 	spin_unlock(&p->ev_lock);
 }
@@ -337,12 +342,19 @@ int emu_ioctl_wait_events(struct file *filp, struct emu_process *p, void *data)
 	mutex_lock(&p->lock);
 	for (i = 0; i < n; i++) {
 		struct emu_event *ev;
+		u64 last_age = 0;
 		u32 id;
 
 		if (get_user(id, &udata[i].event_id)) {
 			ret = -EFAULT;
 			break;
 		}
+#if EMU_KFD_MINOR_VERSION >= 14
+		if (get_user(last_age, &udata[i].signal_event_data.last_event_age)) {
+			ret = -EFAULT;
+			break;
+		}
+#endif
 		ev = idr_find(&p->event_idr, id);
 		if (!ev) {
 			ret = -EINVAL;
@@ -355,6 +367,17 @@ int emu_ioctl_wait_events(struct file *filp, struct emu_process *p, void *data)
 		spin_lock(&p->ev_lock);
 		waiters[i].activated = ev->signaled;
 		ev->signaled = ev->signaled && !ev->auto_reset;
+#if EMU_KFD_MINOR_VERSION >= 14
+		/*
+		 * 6.8 (KFD 1.14): a signal event's waiter may say which age it saw last (0: none);
+		 * an event that has aged since is signalled for it at once.
+		 */
+		if (ev->type == KFD_IOC_EVENT_SIGNAL && last_age) {
+			waiters[i].age_enabled = true;
+			if (last_age != ev->age)
+				waiters[i].activated = true;
+		}
+#endif
 		list_add_tail(&waiters[i].link, &ev->waiters);
 		spin_unlock(&p->ev_lock);
 	}
@@ -411,6 +434,12 @@ int emu_ioctl_wait_events(struct file *filp, struct emu_process *p, void *data)
 			    copy_to_user(&udata[i].hw_exception_data,
 					 &ev->hw_data, sizeof(ev->hw_data)))
 				ret = -EFAULT;
+#if EMU_KFD_MINOR_VERSION >= 14
+			/* the age it was signalled at, for the waiter's next wait */
+			if (waiters[i].age_enabled &&
+			    put_user(ev->age, &udata[i].signal_event_data.last_event_age))
+				ret = -EFAULT;
+#endif
 		}
 	}
 

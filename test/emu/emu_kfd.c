@@ -21,6 +21,7 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/seq_file.h>
+#include <linux/pid.h>
 
 #include "emu.h"
 
@@ -135,6 +136,9 @@ void emu_process_reset(struct emu_process *p)
 	p->restore_pending = false;
 	p->evict_count = 0;
 	p->xnack = false;
+	p->runtime_enabled = false;
+	p->runtime_ttmp_setup = false;
+	p->runtime_r_debug = 0;
 }
 
 static void emu_process_teardown(struct emu_process *p)
@@ -487,6 +491,10 @@ static int emu_ioctl_set_memory_policy(struct file *filp, struct emu_process *p,
 	    args->alternate_policy != KFD_IOC_CACHE_POLICY_NONCOHERENT)
 		return -EINVAL;
 
+	/*
+	 * 6.15 (KFD 1.18) names the pad misc_process_flag; only GC 9.5 parts act on it
+	 * (KFD_PROC_FLAG_MFMA_HIGH_PRECISION), the emulated gfx9 parts ignore it as theirs do.
+	 */
 	mutex_lock(&p->lock);
 	pdd = emu_pdd_by_user_id(p, args->gpu_id);
 	if (!pdd) {
@@ -609,6 +617,92 @@ static int emu_ioctl_set_xnack_mode(struct file *filp, struct emu_process *p, vo
 	return ret;
 }
 
+#if EMU_KFD_MINOR_VERSION >= 13
+/*
+ * RUNTIME_ENABLE, as 6.5 (KFD 1.13) to 6.15 do it for a process nobody debugs: enabling
+ * records the runtime's r_debug address and whether it wants trap temporaries set up; a
+ * second enable without a disable in between is -EBUSY, an enable once the process has
+ * queues -EEXIST. Disabling always succeeds and forgets both. The kernel never writes
+ * capabilities_mask: the caller gets back what it passed. The state is not part of a CRIU
+ * checkpoint; a restored process starts with the runtime disabled.
+ */
+static int emu_ioctl_runtime_enable(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_runtime_enable_args *args = data;
+	int ret = 0;
+
+	mutex_lock(&p->lock);
+	if (args->mode_mask & KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK) {
+		if (p->runtime_enabled) {
+			ret = -EBUSY;
+		} else if (p->n_queues) {
+			ret = -EEXIST;
+		} else {
+			p->runtime_enabled = true;
+			p->runtime_r_debug = args->r_debug;
+			p->runtime_ttmp_setup =
+				!!(args->mode_mask & KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK);
+		}
+	} else {
+		p->runtime_enabled = false;
+		p->runtime_r_debug = 0;
+		p->runtime_ttmp_setup = false;
+	}
+	mutex_unlock(&p->lock);
+	return ret;
+}
+
+/*
+ * DBG_TRAP, as far as the kernel (6.5 to 6.15) goes for a process nobody debugs: the target
+ * pid must name a live task with an mm (-ESRCH) that has a KFD process (-ESRCH); another
+ * process than the caller must be ptrace-attached to the caller (-EPERM, DISABLE exempt);
+ * every operation but ENABLE needs a debug session (-EINVAL), and there never is one. The
+ * emulated GPUs execute no shaders, so there is nothing to debug: ENABLE is refused as the
+ * kernel refuses it for a device that cannot be debugged (-ENODEV).
+ */
+static int emu_ioctl_dbg_trap(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_dbg_trap_args *args = data;
+	struct emu_process *target = NULL;
+	struct task_struct *thread = NULL;
+	struct mm_struct *mm = NULL;
+	struct pid *pid;
+	int ret = 0;
+
+	pid = find_get_pid(args->pid);
+	if (!pid)
+		return -ESRCH;
+	thread = get_pid_task(pid, PIDTYPE_PID);
+	if (thread)
+		mm = get_task_mm(thread);
+	if (mm)
+		target = emu_process_get_by_mm(mm);
+	if (!target) {
+		ret = -ESRCH;
+		goto out;
+	}
+
+	rcu_read_lock();
+	if (target != p && args->op != KFD_IOC_DBG_TRAP_DISABLE &&
+	    ptrace_parent(target->lead_thread) != current)
+		ret = -EPERM;
+	rcu_read_unlock();
+	if (ret)
+		goto out;
+
+	ret = args->op == KFD_IOC_DBG_TRAP_ENABLE ? -ENODEV : -EINVAL;
+out:
+	if (target)
+		emu_process_put(target);
+	if (mm)
+		mmput(mm);
+	if (thread)
+		put_task_struct(thread);
+	put_pid(pid);
+	return ret;
+}
+#endif
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 #define EMU_IOC_FLAG_CRIU	BIT(0)
@@ -658,6 +752,14 @@ static const struct emu_ioctl_desc emu_ioctls[AMDKFD_COMMAND_END] = {
 	EMU_IOCTL(SET_XNACK_MODE, emu_ioctl_set_xnack_mode, 0),
 	EMU_IOCTL(CRIU_OP, emu_ioctl_criu_op, EMU_IOC_FLAG_CRIU),
 	EMU_IOCTL(AVAILABLE_MEMORY, emu_ioctl_available_memory, 0),
+	/* what kernels after 6.1 added, each only when the header has it */
+#if EMU_KFD_MINOR_VERSION >= 12
+	EMU_IOCTL(EXPORT_DMABUF, emu_ioctl_export_dmabuf, 0),
+#endif
+#if EMU_KFD_MINOR_VERSION >= 13
+	EMU_IOCTL(RUNTIME_ENABLE, emu_ioctl_runtime_enable, 0),
+	EMU_IOCTL(DBG_TRAP, emu_ioctl_dbg_trap, 0),
+#endif
 };
 
 static long emu_kfd_ioctl(struct file *filp, unsigned int ucmd, unsigned long arg)
@@ -850,11 +952,11 @@ static void emu_process_show(struct seq_file *m, struct emu_process *p)
 				   emu_mem_offset(mem, pdd->gpu->gpu_id));
 	}
 	list_for_each_entry(q, &p->queues, link)
-		seq_printf(m, "  queue %u gpu 0x%x type %u evicted %d heartbeat %llu rptr 0x%llx doorbell %u executed 0x%llx sdma_bytes %llu aql_packets %llu fault %s\n",
+		seq_printf(m, "  queue %u gpu 0x%x type %u evicted %d heartbeat %llu rptr 0x%llx doorbell %u executed 0x%llx sdma_bytes %llu aql_packets %llu fault %s sdma_id %u\n",
 			   q->id, q->pdd->user_gpu_id, q->type,
 			   !emu_process_queues_active(p), q->heartbeats,
 			   q->rptr, q->doorbell_id, q->exec_rptr, q->sdma_bytes, q->aql_packets,
-			   q->fault ? q->fault : "none");
+			   q->fault ? q->fault : "none", q->sdma_id);
 	idr_for_each_entry(&p->event_idr, ev, id)
 		seq_printf(m, "  event %u type %u auto_reset %d signaled %d\n",
 			   ev->id, ev->type, ev->auto_reset, ev->signaled);

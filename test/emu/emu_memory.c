@@ -120,6 +120,8 @@ void emu_mem_destroy(struct emu_kfd_mem *mem)
 	drm_vma_node_revoke(&mem->bo->base.vma_node, pdd->drm_priv);
 	if ((mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) && !mem->imported)
 		pdd->vram_usage -= min(pdd->vram_usage, mem->size);
+	if (mem->dmabuf)
+		dma_buf_put(mem->dmabuf);
 	emu_bo_put(mem->bo);
 	kfree(mem);
 }
@@ -472,3 +474,54 @@ out:
 	mutex_unlock(&p->lock);
 	return ret;
 }
+
+#if EMU_KFD_MINOR_VERSION >= 12
+/*
+ * EXPORT_DMABUF, as 6.4 (KFD 1.12) to 6.15 do it: a memory object of the caller as a dma-buf
+ * fd. The handle's GPU must be one of the process' (no VM needed), the handle one of its
+ * objects, else -EINVAL; user pages cannot be shared (-EPERM). The dma-buf is made once per
+ * object and every export hands out another fd of it; @flags go to the new fd as they are.
+ * Any process imports it with IMPORT_DMABUF onto the same pages.
+ */
+int emu_ioctl_export_dmabuf(struct file *filp, struct emu_process *p, void *data)
+{
+	struct kfd_ioctl_export_dmabuf_args *args = data;
+	struct emu_kfd_mem *mem = NULL;
+	struct dma_buf *dmabuf;
+	struct emu_pdd *pdd;
+	int fd;
+
+	if (!emu_gpu_by_id(EMU_HANDLE_GPU(args->handle)))
+		return -EINVAL;
+
+	mutex_lock(&p->lock);
+	pdd = emu_pdd_by_user_id(p, EMU_HANDLE_GPU(args->handle));
+	if (pdd)
+		mem = idr_find(&pdd->mem_idr, EMU_HANDLE_IDR(args->handle));
+	if (!mem) {
+		mutex_unlock(&p->lock);
+		return -EINVAL;
+	}
+	if (!mem->dmabuf) {
+		dmabuf = mem->bo->base.funcs->export(&mem->bo->base,
+						     mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE ?
+						     O_RDWR : 0);
+		if (IS_ERR(dmabuf)) {
+			mutex_unlock(&p->lock);
+			return PTR_ERR(dmabuf);
+		}
+		mem->dmabuf = dmabuf;
+	}
+	dmabuf = mem->dmabuf;
+	get_dma_buf(dmabuf);
+	mutex_unlock(&p->lock);
+
+	fd = dma_buf_fd(dmabuf, args->flags);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return fd;
+	}
+	args->dmabuf_fd = fd;
+	return 0;
+}
+#endif

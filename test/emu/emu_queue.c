@@ -139,7 +139,7 @@ int emu_queue_add(struct emu_process *p, struct emu_queue *q, bool fixed_id)
 			atomic_dec(sdma);
 			return -ENOMEM;
 		}
-		if (!fixed_id)
+		if (!fixed_id && !q->engine_named)
 			q->sdma_id = (atomic_read(sdma) - 1) % max(m->num_sdma_engines, 1U);
 	}
 
@@ -203,6 +203,47 @@ void emu_queues_destroy_all(struct emu_process *p)
 		emu_queue_free(p, q);
 }
 
+/* SDMA_BY_ENG_ID (6.12, KFD 1.17): an SDMA queue on the engine the caller names */
+static bool emu_queue_by_engine(u32 type)
+{
+#if EMU_KFD_MINOR_VERSION >= 17
+	return type == KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID;
+#else
+	return false;
+#endif
+}
+
+#if EMU_KFD_MINOR_VERSION >= 17
+/*
+ * As 6.12 does: engines are numbered PCIe ones first, then xGMI ones; a number past the last is
+ * -EINVAL. The queue becomes an SDMA or SDMA_XGMI queue of that engine, which is what it is from
+ * then on, in CHECKPOINT's queue data too (the engine is in its sdma_id, as for any SDMA queue).
+ */
+static int emu_queue_name_engine(struct emu_queue *q, const struct emu_model *m,
+				 const struct kfd_ioctl_create_queue_args *args)
+{
+	u32 engine = args->sdma_engine_id;
+
+	if (engine >= m->num_sdma_engines + m->num_sdma_xgmi_engines)
+		return -EINVAL;
+	if (engine < m->num_sdma_engines) {
+		q->type = KFD_IOC_QUEUE_TYPE_SDMA;
+		q->sdma_id = engine;
+	} else {
+		q->type = KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
+		q->sdma_id = engine - m->num_sdma_engines;
+	}
+	q->engine_named = true;
+	return 0;
+}
+#else
+static int emu_queue_name_engine(struct emu_queue *q, const struct emu_model *m,
+				 const struct kfd_ioctl_create_queue_args *args)
+{
+	return -ENOTSUPP;
+}
+#endif
+
 /* Checks shared by CREATE and the kernel's property parser. */
 static int emu_queue_check_props(u32 percentage, u32 priority, u64 ring_base,
 				 u32 ring_size)
@@ -238,10 +279,13 @@ int emu_ioctl_create_queue(struct file *filp, struct emu_process *p, void *data)
 	if (args->ctx_save_restore_address &&
 	    !access_ok(u64_to_user_ptr(args->ctx_save_restore_address), sizeof(u32)))
 		return -EFAULT;
-	if (!emu_queue_mqd_size(args->queue_type))
+	if (!emu_queue_mqd_size(args->queue_type) && !emu_queue_by_engine(args->queue_type))
 		return -ENOTSUPP;
 
-	q = emu_queue_alloc(args->queue_type, args->ctl_stack_size);
+	/* a queue on a named engine is an SDMA queue of one kind or the other */
+	q = emu_queue_alloc(emu_queue_by_engine(args->queue_type) ? KFD_IOC_QUEUE_TYPE_SDMA :
+								    args->queue_type,
+			    args->ctl_stack_size);
 	if (!q)
 		return -ENOMEM;
 	q->ring_base = args->ring_base_address;
@@ -265,6 +309,11 @@ int emu_ioctl_create_queue(struct file *filp, struct emu_process *p, void *data)
 	if (emu_pdd_bind(pdd)) {
 		ret = -ESRCH;
 		goto err;
+	}
+	if (emu_queue_by_engine(args->queue_type)) {
+		ret = emu_queue_name_engine(q, pdd->gpu->model, args);
+		if (ret)
+			goto err;
 	}
 	ret = emu_pdd_doorbells(pdd);
 	if (ret)

@@ -14,6 +14,7 @@
 #include <linux/cpumask.h>
 #include <linux/device.h>
 
+#include <linux/kfd_sysfs.h>
 #include "emu.h"
 
 #define EMU_VENDOR_AMD		0x1002
@@ -93,6 +94,46 @@ static u32 gpu_simd_id_base(struct emu_gpu *gpu)
 
 #define P(key, val) (off += sysfs_emit_at(buf, off, "%s %llu\n", key, (u64)(val)))
 
+/*
+ * The capability word as the kernel the module is built for publishes it. From 6.5 (KFD 1.13)
+ * a gfx9 GPU also announces trap debugging (trap override and launch modes; precise memory
+ * operations from gfx90a on) and whether its MEC firmware can handle debug exceptions: gfx908
+ * from firmware 60, gfx90a from 51, later parts always. ROCr's runtime calls RUNTIME_ENABLE only
+ * when every GPU says its firmware can. The SRAM ECC bit moved then, its old place left 0.
+ */
+static u32 emu_gpu_capability(const struct emu_gpu *gpu)
+{
+	u32 cap = gpu->model->capability;
+#if EMU_KFD_MINOR_VERSION >= 13
+	u32 gfx = gpu->model->gfx_target_version;
+	bool fw_ok = true;
+
+	if (cap & HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED)
+		cap = (cap & ~HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED) | HSA_CAP_SRAM_EDCSUPPORTED;
+	cap |= HSA_CAP_TRAP_DEBUG_SUPPORT | HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_TRAP_OVERRIDE_SUPPORTED |
+	       HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_MODE_SUPPORTED;
+	if (gfx >= 90010)
+		cap |= HSA_CAP_TRAP_DEBUG_PRECISE_MEMORY_OPERATIONS_SUPPORTED;
+	if (gfx == 90008)
+		fw_ok = gpu->fw_version >= 60;
+	else if (gfx == 90010)
+		fw_ok = gpu->fw_version >= 51;
+	if (fw_ok)
+		cap |= HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED;
+#endif
+	return cap;
+}
+
+#if EMU_KFD_MINOR_VERSION >= 13
+/* watch-point address mask bits of gfx9 (lowest bit 6, highest 29; 30 on gfx942) */
+static u64 emu_gpu_debug_prop(const struct emu_gpu *gpu)
+{
+	u32 hi = gpu->model->gfx_target_version >= 90402 ? 30 : 29;
+
+	return 6 | (hi << HSA_DBG_WATCH_ADDR_MASK_HI_BIT_SHIFT);
+}
+#endif
+
 static ssize_t show_node_properties(unsigned int node, char *buf)
 {
 	struct emu_gpu *gpu = node_gpu(node);
@@ -133,7 +174,10 @@ static ssize_t show_node_properties(unsigned int node, char *buf)
 		/* 6.1 always prints 0 here; the size is in mem_banks */
 		P("local_mem_size", 0);
 		P("fw_version", gpu->fw_version);
-		P("capability", m->capability);
+		P("capability", emu_gpu_capability(gpu));
+#if EMU_KFD_MINOR_VERSION >= 13
+		P("debug_prop", emu_gpu_debug_prop(gpu));
+#endif
 		P("sdma_fw_version", m->sdma_fw_version);
 		P("unique_id", gpu->unique_id);
 	}

@@ -142,6 +142,7 @@ void test_queues(struct ctx *ctx);
 void test_events(struct ctx *ctx);
 void test_misc(struct ctx *ctx);
 void test_non_owner(struct ctx *ctx);
+void test_newer_kfd(struct ctx *ctx);
 void test_criu(struct ctx *ctx);
 void test_fault_injection(struct ctx *ctx);
 

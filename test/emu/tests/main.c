@@ -66,6 +66,7 @@ int main(void)
 	test_events(&ctx);
 	test_misc(&ctx);
 	test_non_owner(&ctx);
+	test_newer_kfd(&ctx);
 	test_criu(&ctx);
 	test_fault_injection(&ctx);
 
