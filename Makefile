@@ -231,4 +231,4 @@ clean:
 	rm -rf $(BUILD) $(PLUGIN)
 	-@$(MAKE) --no-print-directory -C test/emu clean 2>/dev/null
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/vm -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -98,5 +98,26 @@ TEST(BoBuckets, CopyTheImagesBosAndRefuseOnesOfAGpuTheMapLacks)
 	}
 }
 
+// Kernels from 6.5 and 6.11 add allocation flags (EXT_COHERENT 1 << 24, CONTIGUOUS 1 << 23) that
+// RESTORE must see again: the bucket carries every bit of the image's alloc_flags, known or not.
+TEST(BoBuckets, NewerKernelsAllocationFlagsReachRestoreUnchanged)
+{
+	constexpr uint32_t kExtCoherent = 1u << 24;
+	constexpr uint32_t kContiguous = 1u << 23;
+	KfdBoEntry bo = KFD_BO_ENTRY__INIT;
+	bo.addr = 0x1000;
+	bo.size = 0x2000;
+	bo.gpu_id = 0x1111;
+	bo.alloc_flags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | kExtCoherent | kContiguous;
+	KfdBoEntry *entries[] = { &bo };
+	CriuKfd msg = CRIU_KFD__INIT;
+	msg.n_bo_entries = 1;
+	msg.bo_entries = entries;
+
+	const auto bos = bo_buckets(msg, { { 0x1111, 0x2000 } }, "amdgpu-kfd-1.img");
+	ASSERT_EQ(bos.size(), 1u);
+	EXPECT_EQ(bos[0].alloc_flags, bo.alloc_flags);
+}
+
 } // namespace
 } // namespace amdgpu
