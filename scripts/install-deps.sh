@@ -10,8 +10,9 @@ packages=(
 	libdrm-dev libnuma-dev
 	# unit tests and benchmarks
 	googletest libgtest-dev libbenchmark-dev
-	# QEMU test bed (guest kernel comes as a package we download, not install)
-	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2
+	# QEMU test bed (guest kernel comes as a package we download, not install; the trixie guest's
+	# root is built from Debian's archive with mmdebstrap)
+	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 mmdebstrap
 	# peak RSS of criu in the e2e resource scenarios (GNU time)
 	time
 	# fuzzing the decoders (make fuzz: libFuzzer, ASan, UBSan)

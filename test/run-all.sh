@@ -7,32 +7,22 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
 total_passed=0 total_failed=0 total_skipped=0
-# The checkpoint/restore scenarios, run once more under each newer criu users run (test/criu/):
-# same node, other gpu_ids, process tree, -R, late failure, re-checkpoint, render-before-kfd,
-# --stream, a ROCm runtime process and a short soak; under the newest hook ABI also criu killed
-# mid-dump and mid-restore (criu 4.0 and newer run the post-dump script before the plugins' exit
-# hook: there the guard has work to do).
+# Two guests (test/vm/README.md): bookworm (Debian 12, Linux 6.1, criu 3.17.1, ROCm 5.2.3), the
+# oldest stack we support, runs every scenario; trixie (Debian 13, the trixie-backports kernel,
+# criu 4.3 and 4.1.1, Podman 5 with crun, ROCm 6.1), today's stack, runs what today's kernel,
+# criu and ROCm can change: the emulator's own tests and real clients, checkpoint/restore on the
+# same node, on other gpu_ids, on a larger node, a process tree, -R, a late failure, render before
+# kfd, --stream, criu killed mid-dump and mid-restore, the ROCm runtime workload, and GPU
+# containers under Podman with crun. Under trixie's own criu 4.1.1: same node and -R.
+TRIXIE_SCENARIOS='00-* 10-* 20-* 30-* 31-* 32-* e2e/20-* e2e/21-* e2e/22-* e2e/25-* e2e/26-* e2e/27-* e2e/29-* e2e/33-* e2e/60-* e2e/90-* e2e/91-*'
+TRIXIE_CONTAINER_SCENARIOS='e2e/80-* e2e/81-*'
+TRIXIE_411_SCENARIOS='e2e/20-* e2e/26-*'
+# make check-full (CHECK_FULL=1) gives the trixie guest every scenario under criu 4.3 and the
+# checkpoint/restore list under 4.1.1, and runs that list in the bookworm guest under criu 4.2.1
+# built from Debian's source.
 CRIU_SCENARIOS='e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/27-* e2e/28-* e2e/29-* e2e/32-* e2e/33-* e2e/60-*'
-NEWEST_CRIU_SCENARIOS='e2e/90-* e2e/91-*'
 CRIU_CYCLES=4
-# `make check` gives the newer releases what differs between them. 4.1.1 (Debian trixie) and 4.2.1
-# call the plugin alike (same hook arguments, criu owns UPDATE_VMA_MAP's fds) and 4.3-abi is
-# 4.2.1's own code with 4.3's hook ABI: 4.1.1 restores on the same node and after -R; 4.3-abi runs
-# the scenarios where its RESTORE_EXT_FILE retry flag and its hook order matter, and the basics.
-# Re-checkpoint, the soak and the ROCm runtime process run under 3.17.1 there. `make check-full`
-# (CHECK_CRIU_ALL=1) runs the whole list under 4.1.1, 4.2.1 and 4.3-abi.
-DEFAULT_CRIU_VERSIONS='4.1.1 4.3-abi'
-[ "${CHECK_CRIU_ALL:-0}" != 1 ] || DEFAULT_CRIU_VERSIONS='4.1.1 4.2.1 4.3-abi'
-criu_scenarios() { # criu_scenarios <version> <newest version>
-	if [ "${CHECK_CRIU_ALL:-0}" = 1 ]; then
-		echo "$CRIU_SCENARIOS"
-		[ "$1" != "$2" ] || echo "$NEWEST_CRIU_SCENARIOS"
-	elif [ "$1" = "$2" ]; then
-		echo "e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/27-* e2e/29-* e2e/33-* $NEWEST_CRIU_SCENARIOS"
-	else
-		echo "e2e/20-* e2e/26-*"
-	fi
-}
+full=${CHECK_FULL:-0}
 start=$(date +%s)
 
 run_suite() {
@@ -74,19 +64,25 @@ if [ "${SKIP_VM:-0}" = 1 ]; then
 else
 	# The soak at 5 cycles per workload (fd count, VRAM and criu's RSS are already flat by then);
 	# make check-full gives it 50.
-	run_suite "VM suite" env VM_CRIU=3.17.1 E2E_CYCLES="${E2E_CYCLES:-5}" test/vm/run-suite.sh
+	run_suite "VM suite (bookworm)" env VM_CRIU=3.17.1 E2E_CYCLES="${E2E_CYCLES:-5}" test/vm/run-suite.sh
 	# A BO over 4 GiB needs a guest larger than the suite's; it gets one of its own, in
 	# make check-full (it copies 4 GiB each way under emulation: about 3 minutes).
-	[ "${CHECK_CRIU_ALL:-0}" != 1 ] ||
-		run_suite "VM suite, 10 GiB guest (BO over 4 GiB)" env VM_CRIU=3.17.1 VM_MEM=10240 VM_SCENARIOS='e2e/42-*' test/vm/run-suite.sh
+	[ "$full" != 1 ] ||
+		run_suite "VM suite (bookworm), 10 GiB guest (BO over 4 GiB)" env VM_CRIU=3.17.1 VM_MEM=10240 VM_SCENARIOS='e2e/42-*' test/vm/run-suite.sh
 	# GPU containers: Podman and its storage need a 4 GiB guest.
-	run_suite "VM suite, 4 GiB guest (GPU containers under Podman)" env VM_CRIU=3.17.1 VM_MEM=4096 VM_SCENARIOS='e2e/8*' test/vm/run-suite.sh
-	versions=${CHECK_CRIU_VERSIONS:-$DEFAULT_CRIU_VERSIONS}
-	for criu in $versions; do
-		scenarios=$(criu_scenarios "$criu" "${versions##* }" | tr '\n' ' ')
-		run_suite "VM suite, criu $criu (checkpoint/restore scenarios)" \
-			env VM_CRIU="$criu" VM_SCENARIOS="$scenarios" E2E_CYCLES="$CRIU_CYCLES" test/vm/run-suite.sh
-	done
+	run_suite "VM suite (bookworm), 4 GiB guest (GPU containers under Podman)" env VM_CRIU=3.17.1 VM_MEM=4096 VM_SCENARIOS='e2e/8*' test/vm/run-suite.sh
+	[ "$full" != 1 ] ||
+		run_suite "VM suite (bookworm), criu 4.2.1 (checkpoint/restore scenarios)" \
+			env VM_CRIU=4.2.1 VM_SCENARIOS="$CRIU_SCENARIOS" E2E_CYCLES="$CRIU_CYCLES" test/vm/run-suite.sh
+
+	trixie=$TRIXIE_SCENARIOS trixie_411=$TRIXIE_411_SCENARIOS
+	[ "$full" != 1 ] || trixie='' trixie_411=$CRIU_SCENARIOS
+	run_suite "VM suite (trixie), criu 4.3" \
+		env VM_GUEST=trixie VM_CRIU=4.3 VM_SCENARIOS="$trixie" E2E_CYCLES="${E2E_CYCLES:-5}" test/vm/run-suite.sh
+	run_suite "VM suite (trixie), criu 4.3, 4 GiB guest (GPU containers under Podman with crun)" \
+		env VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=4096 VM_SCENARIOS="$TRIXIE_CONTAINER_SCENARIOS" test/vm/run-suite.sh
+	run_suite "VM suite (trixie), criu 4.1.1" \
+		env VM_GUEST=trixie VM_CRIU=4.1.1 VM_SCENARIOS="$trixie_411" E2E_CYCLES="$CRIU_CYCLES" test/vm/run-suite.sh
 fi
 
 echo "=== total time $(($(date +%s) - start)) s"

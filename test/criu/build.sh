@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Builds the criu versions the test bed runs besides bookworm's packaged 3.17.1, from Debian's own
-# source packages, into build/criu/<label>/criu. Each build is cached: a second call costs nothing.
+# Builds the criu the bookworm guest runs besides its packaged 3.17.1, from Debian's own source
+# package, into build/criu/<label>/criu (cached: a second call costs nothing); the trixie guest has
+# trixie's 4.1.1 and experimental's 4.3 in its root (test/vm/trixie-root.sh).
 #
-#   test/criu/build.sh 4.1.1      Debian trixie's criu source
 #   test/criu/build.sh 4.2.1      Debian unstable's criu source
-#   test/criu/build.sh 4.3-abi    4.2.1 with test/criu/patches/4.3-abi/*.patch: criu 4.3's plugin
-#                                 hook ABI (its binary needs glibc 2.38, so it cannot run here)
 #   test/criu/build.sh --header-4.3   unpacks criu 4.3's plugin header (Debian experimental's
 #                                 libcriu-dev) into build/criu/4.3-header/; prints its directory
 #
@@ -31,9 +29,8 @@ own_apt() {
 	[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /debian\/?$/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
 	[ -n "$mirror" ] || die "cannot find the Debian mirror in the machine's apt sources"
 	cat >"$aptdir/sources.list" <<LIST
-deb-src $mirror trixie main
-deb-src $mirror unstable main
-deb $mirror experimental main
+deb-src [check-valid-until=no] $mirror unstable main
+deb [check-valid-until=no] $mirror experimental main
 LIST
 	APT_OPTS=(-o "Dir::Etc::SourceList=$aptdir/sources.list" -o Dir::Etc::SourceParts=/dev/null
 		-o "Dir::State::Lists=$aptdir/lists" -o "Dir::Cache=$aptdir/cache"
@@ -71,7 +68,7 @@ build_deps() {
 	local p missing=()
 	for p in gcc make pkg-config libbsd-dev libcap-dev libgnutls28-dev libnet1-dev libnftables-dev \
 		libnl-3-dev libprotobuf-c-dev libprotobuf-dev protobuf-c-compiler protobuf-compiler \
-		python3 uuid-dev patch xz-utils; do
+		python3 uuid-dev xz-utils; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
@@ -80,11 +77,10 @@ build_deps() {
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# build <label> <debian version> [patch dir]
+# build <label> <debian version>
 build() {
-	local label=$1 version=$2 patches=${3:-} dest=$out/$1 tar work stamp
+	local label=$1 version=$2 dest=$out/$1 tar work stamp
 	stamp=$version
-	[ -z "$patches" ] || stamp+=" $(cat "$patches"/*.patch | sha256sum | cut -c1-16)"
 	if [ -x "$dest/criu" ] && [ "$(cat "$dest/stamp" 2>/dev/null)" = "$stamp" ]; then
 		echo "$dest/criu"
 		return 0
@@ -95,12 +91,6 @@ build() {
 	rm -rf "$work" "$dest"
 	mkdir -p "$work"
 	tar -xf "$tar" -C "$work" --strip-components=1
-	if [ -n "$patches" ]; then
-		local p
-		for p in "$patches"/*.patch; do
-			patch -d "$work" -p1 --quiet <"$p" || die "$p does not apply to criu $version"
-		done
-	fi
 	echo "criu-build: building criu $label (log: ${work#"$top"/}/build.log)" >&2
 	make -C "$work" -j"$(nproc)" criu >"$work/build.log" 2>&1 ||
 		{ tail -n 30 "$work/build.log" >&2; die "criu $label did not build"; }
@@ -128,9 +118,7 @@ header_43() {
 }
 
 case "${1:-}" in
-4.1.1) build 4.1.1 4.1.1 ;;
 4.2.1) build 4.2.1 4.2.1 ;;
-4.3-abi) build 4.3-abi 4.2.1 "$top/test/criu/patches/4.3-abi" ;;
 --header-4.3) header_43 ;;
-*) die "usage: $0 4.1.1|4.2.1|4.3-abi|--header-4.3" ;;
+*) die "usage: $0 4.2.1|--header-4.3" ;;
 esac

@@ -46,7 +46,8 @@ struct kind_info {
 
 static const struct kind_info kinds[] = {
 	[BO_VRAM] = { "vram", true, WL_BACK_RENDER, "rw-s" },
-	[BO_VRAM_NOHOST] = { "vram-nohost", true, WL_BACK_RENDER, "---p" },
+	/* a PROT_NONE reservation: private from libhsakmt 5.x, shared from the 6.x thunk */
+	[BO_VRAM_NOHOST] = { "vram-nohost", true, WL_BACK_RENDER, "---p|---s" },
 	[BO_GTT] = { "gtt", true, WL_BACK_RENDER, "rw-s" },
 	[BO_USERPTR] = { "userptr", true, WL_BACK_ANON, "rw-p|rwxp" },
 	[BO_RING] = { "ring", true, WL_BACK_ANON, "rw-p|rwxp" },

@@ -9,8 +9,9 @@
 #     9p, is never written;
 #   - the plugin comes from the package `make deb` built, unpacked into that /usr: criu, started by
 #     the container runtime, finds it in /usr/lib/criu with no --libdir (scenario 70 shows dpkg -i);
-#   - Podman keeps its storage on the guest's tmpfs (vfs driver, cgroupfs, file events), runs runc
-#     (Debian's crun is built without CRIU), and the image is made without a registry: `podman
+#   - Podman keeps its storage on the guest's tmpfs (vfs driver, cgroupfs, file events), runs crun
+#     where it has CRIU support (trixie) and runc otherwise (bookworm's crun has none), and the
+#     image is made without a registry: `podman
 #     import` of a directory holding the workloads and the shared libraries they load.
 #
 #   podman_enter "$@"                 re-execute the scenario in its own mount namespace
@@ -39,7 +40,12 @@
 
 PODMAN_DIR=/tmp/podman
 PODMAN_IMAGE=localhost/gpu-workloads:test
-PODMAN_RUNTIME=${PODMAN_RUNTIME:-runc}
+# The runtime that checkpoints through criu: crun where it is built with CRIU (trixie's 1.21 is,
+# through libcriu), else runc (bookworm's crun 1.8.1 is not).
+if [ -z "${PODMAN_RUNTIME:-}" ]; then
+	PODMAN_RUNTIME=runc
+	crun --version 2>/dev/null | grep -q '+CRIU' && PODMAN_RUNTIME=crun
+fi
 
 podman_enter() {
 	if [ -z "${PODMAN_UNSHARED:-}" ]; then
@@ -100,6 +106,7 @@ podman_setup() {
 	mkdir -p "$PODMAN_DIR"
 	if guest_overlays "$PODMAN_DIR/overlay" &&
 		dpkg-deb -x "$deb" / && mkdir -p /etc/criu && echo link-remap >/etc/criu/runc.conf &&
+		echo link-remap >/etc/criu/crun.conf &&
 		podman_image; then
 		tap_ok "podman $(podman --version | awk '{ print $3 }') with $PODMAN_RUNTIME, the plugin from $(basename "$deb"), a local image"
 	else

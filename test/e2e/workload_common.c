@@ -689,7 +689,7 @@ void *wl_map_render(int fd, unsigned int render_minor, uint64_t offset, uint64_t
 
 void wl_check_bo(struct wl_report *r, const struct wl_bo_view *bo)
 {
-	bool host_access = strcmp(bo->perms, "---p");
+	bool host_access = strncmp(bo->perms, "---", 3); /* "---p", "---p|---s": no host access */
 	struct wl_vma v;
 	uint64_t offset;
 	void *p;

@@ -93,7 +93,8 @@ TEST(CriuAbi, EntryNamesMapToCriuHookNumbers)
 	EXPECT_EQ(hook_of_entry_name(entry_name("nothing")), -1);
 }
 
-// The real criu binaries: bookworm's package and those test/criu/build.sh made, when present.
+// The real criu binaries: bookworm's package, the trixie guest's root (trixie's 4.1.1 and
+// experimental's 4.3) and 4.2.1 from test/criu/build.sh, when present.
 TEST(CriuAbi, EveryCriuBinaryOnThisMachineIsRecognised)
 {
 	const struct {
@@ -101,9 +102,9 @@ TEST(CriuAbi, EveryCriuBinaryOnThisMachineIsRecognised)
 		unsigned int hooks;
 	} binaries[] = {
 		{ "/usr/sbin/criu", 10 },
-		{ "build/criu/4.1.1/criu", 12 },
+		{ "build/vm/trixie/root/usr/sbin/criu", 12 },
 		{ "build/criu/4.2.1/criu", 13 },
-		{ "build/criu/4.3-abi/criu", 17 },
+		{ "build/vm/trixie/root/opt/criu-4.3/pkg/usr/sbin/criu", 17 },
 	};
 	int seen = 0;
 	for (const auto &b : binaries) {

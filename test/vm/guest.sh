@@ -34,9 +34,10 @@ say() { echo "vm-guest: $*"; }
 
 mark chroot
 # criu probes all of these: the socket-diag modules to dump sockets, nf_tables for network locking,
-# tun and veth for its kerndat checks. Loaded together: one modprobe is cheaper than twelve.
+# tun and veth for its kerndat checks, binfmt_misc (criu 4.x dumps its mounts; a Debian 13 node
+# has it loaded). Loaded together: one modprobe is cheaper than thirteen.
 modprobe -a unix_diag inet_diag tcp_diag udp_diag netlink_diag af_packet_diag \
-	nfnetlink nf_tables nft_chain_nat nf_conntrack ip_tables iptable_filter tun veth ||
+	nfnetlink nf_tables nft_chain_nat nf_conntrack ip_tables iptable_filter tun veth binfmt_misc ||
 	say "some of criu's modules did not load"
 mark modules
 

@@ -18,8 +18,8 @@
 #   VM_GUEST=NAME             the guest (test/vm/prepare.sh): bookworm (the default; Debian 12,
 #                             Linux 6.1) or trixie (Debian 13, the newest kernel Debian ships for it)
 #   VM_CRIU=VERSION           run the scenarios under this criu. In the bookworm guest: 3.17.1
-#                             (its package, the default) or one test/criu/build.sh builds (4.1.1,
-#                             4.2.1, 4.3-abi). In the trixie guest: 4.3 (Debian experimental's,
+#                             (its package, the default) or 4.2.1 (test/criu/build.sh builds it
+#                             from Debian's source). In the trixie guest: 4.3 (Debian experimental's,
 #                             the default) or 4.1.1 (trixie's package). Result lines are labelled
 #                             "[criu VERSION]", and "[trixie, criu VERSION]" in the trixie guest
 # Exit status: 0 if nothing failed, 1 otherwise.
@@ -228,11 +228,9 @@ poll_results() {
 	done
 }
 
-# The criu the scenarios ran under, as it reports itself (4.3-abi is a patched 4.2.1).
+# The criu the scenarios ran under, as it reports itself.
 criu_seen() {
 	local want=$VM_CRIU
-	# 4.3-abi (bookworm guest) is a patched 4.2.1; the trixie guest's 4.3 is the real one.
-	[ "$want" != 4.3-abi ] || want=4.2.1
 	if grep -q "^Version: $want\$" "$run/criu-version" 2>/dev/null; then
 		result PASS "criu in the guest: $(head -n1 "$run/criu-version")"
 	else

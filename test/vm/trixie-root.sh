@@ -42,9 +42,9 @@ keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 # The packages of the root. The kernel's own packages are added below, by ABI.
 packages=(
 	# what the scenarios and the guest's setup run
-	procps psmisc kmod iproute2 iptables nftables time zstd xz-utils file
+	procps psmisc kmod iproute2 iptables nftables time zstd xz-utils file busybox-static
 	# the criu users of trixie run, and its containers
-	criu podman crun conmon catatonit
+	criu podman crun conmon catatonit netavark libcriu2
 	# libraries of the host-built plugin and workloads
 	libprotobuf-c1 libdrm2 libdrm-amdgpu1 libnuma1 libstdc++6
 	# ROCm as trixie ships it (6.1): runtime, thunk, rocminfo
@@ -103,8 +103,17 @@ download() {
 	done
 }
 
+# A root is only ever removed with nothing mounted inside it (an interrupted chroot build could
+# leave the checkout or /proc bound there).
+remove_root() {
+	if findmnt -rn -o TARGET | grep -q "^$1\(/\|$\)"; then
+		die "something is still mounted under $1: not removing it (findmnt | grep $1)"
+	fi
+	rm -rf "$1"
+}
+
 say "building the root: trixie + kernel $abi (mmdebstrap; a few minutes)"
-rm -rf "$root.tmp"
+remove_root "$root.tmp"
 mmdebstrap --mode=root --variant=minbase --quiet \
 	--include="$(
 		IFS=,
@@ -146,7 +155,7 @@ chroot "$root.tmp" /opt/criu-4.3/criu --version | grep -q '^Version: 4\.3' ||
 	die "criu 4.3 does not run in the root: $(chroot "$root.tmp" /opt/criu-4.3/criu --version 2>&1 | head -n3)"
 
 echo "$stamp" >"$root.tmp/.testbed-root"
-rm -rf "$root"
+remove_root "$root"
 mv "$root.tmp" "$root"
 say "ready: $root"
 echo "$root"

@@ -23,7 +23,6 @@ else
 fi
 
 want=${VM_CRIU:-3.17.1}
-[ "$want" != 4.3-abi ] || want=4.2.1 # criu 4.2.1 patched to 4.3's hook ABI
 version=$(criu --version | sed -n 's/^Version: //p')
 if [ "$version" = "$want" ]; then
 	tap_ok "criu is $want"
