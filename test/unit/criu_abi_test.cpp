@@ -104,7 +104,9 @@ TEST(CriuAbi, EveryCriuBinaryOnThisMachineIsRecognised)
 		{ "/usr/sbin/criu", 10 },
 		{ "build/vm/trixie/root/usr/sbin/criu", 12 },
 		{ "build/criu/4.2.1/criu", 13 },
-		{ "build/vm/trixie/root/opt/criu-4.3/pkg/usr/sbin/criu", 17 },
+		// 4.3 names 16 of its 17 slots (the last, DUMP_FINISH, has no caller yet); its
+		// criu_plugin_get_options export is what gives the plugin 4.3's 17-slot table
+		{ "build/vm/trixie/root/opt/criu-4.3/pkg/usr/sbin/criu", 16 },
 	};
 	int seen = 0;
 	for (const auto &b : binaries) {
