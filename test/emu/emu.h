@@ -555,6 +555,7 @@ void emu_heartbeat_kick(struct emu_process *p);
 int emu_ioctl_create_event(struct file *filp, struct emu_process *p, void *data);
 int emu_ioctl_destroy_event(struct file *filp, struct emu_process *p, void *data);
 int emu_ioctl_set_event(struct file *filp, struct emu_process *p, void *data);
+int emu_event_set_by_id(struct emu_process *p, u32 id);
 int emu_ioctl_reset_event(struct file *filp, struct emu_process *p, void *data);
 int emu_ioctl_wait_events(struct file *filp, struct emu_process *p, void *data);
 int emu_event_set_signal_page(struct emu_process *p, u64 handle);

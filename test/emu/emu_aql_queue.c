@@ -20,9 +20,11 @@
  *  - KERNEL_DISPATCH cannot run: nothing here executes shaders.  The queue
  *    reports it the way a dispatch of code the GPU cannot execute ends, an
  *    illegal instruction: the error code goes into the queue's
- *    queue_inactive_signal, whose event is raised, and the queue stops.  The
- *    runtime's queue error handler suspends the queue and calls the
- *    application's error callback (HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION).
+ *    queue_inactive_signal, whose event is raised, and the queue stops (with
+ *    the runtime enabled, KFD 1.13: a queue exception instead, see
+ *    emu_aql_queue_error()).  The runtime's queue error handler suspends the
+ *    queue and calls the application's error callback
+ *    (HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION).
  *    The dispatch's own completion signal is left alone, as for a faulting
  *    dispatch;
  *  - AGENT_DISPATCH and vendor-specific packets are format errors on a GPU
@@ -171,12 +173,67 @@ static int emu_aql_complete(struct emu_aql_pass *a, u64 signal, u64 start_ts)
 	return 0;
 }
 
-/* Tell the runtime through queue_inactive_signal; the queue stops. */
+#if EMU_KFD_MINOR_VERSION >= 13
+/* The exception code (KFD 1.13) the kernel gets for a queue error code: wave or packet */
+static u64 emu_aql_exception_mask(u32 code)
+{
+	switch (code) {
+	case AQL_ERROR_ILLEGAL_INSTRUCTION:
+		return KFD_EC_MASK(EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION);
+	case AQL_ERROR_MEMORY_VIOLATION:
+		return KFD_EC_MASK(EC_QUEUE_WAVE_APERTURE_VIOLATION);
+	case AQL_ERROR_VENDOR_PACKET:
+		return KFD_EC_MASK(EC_QUEUE_PACKET_VENDOR_UNSUPPORTED);
+	default:
+		return KFD_EC_MASK(EC_QUEUE_PACKET_UNSUPPORTED);
+	}
+}
+
+/*
+ * A queue exception of a process whose runtime is enabled, delivered as 6.5 to 7.3 deliver one
+ * that no debugger subscribed to: the queue's context save area starts with a header in which
+ * the thunk left the address of a 64-bit error payload and an event id; the exception's bit is
+ * ORed into the payload and that event is set (as SET_EVENT would). The kernel reads the header
+ * and the payload with the process's own mm; here they are reached through the GPU VM, where
+ * the thunk maps the save area as it must for the CP. A queue without a save area, or with a
+ * header that cannot be read, gets nothing, as in the kernel.
+ */
+static void emu_aql_send_exception(struct emu_aql_pass *a, u64 mask)
+{
+	const u64 payload_at = offsetof(struct kfd_context_save_area_header, err_payload_addr);
+	const u64 event_at = offsetof(struct kfd_context_save_area_header, err_event_id);
+	u64 header = a->q->ctx_save_addr, payload, value;
+	u32 event_id;
+
+	if (!header || emu_aql_read(a, header + payload_at, &payload, sizeof(payload)) ||
+	    emu_aql_read(a, payload, &value, sizeof(value)))
+		return;
+	value |= mask;
+	if (emu_aql_write(a, payload, &value, sizeof(value)) ||
+	    emu_aql_read(a, header + event_at, &event_id, sizeof(event_id)))
+		return;
+	emu_event_set_by_id(a->p, event_id);
+}
+#endif
+
+/*
+ * Tell the runtime; the queue stops. A runtime that enabled itself through RUNTIME_ENABLE
+ * (KFD 1.13, ROCm from 5.7) installs a trap handler that reports wave errors to the kernel,
+ * and the firmware the kernel then requires reports packet errors to it too: both reach the
+ * runtime as queue exceptions. Any other runtime learns the code through queue_inactive_signal,
+ * as on 6.1 (its own trap handler writes that signal, the firmware does for packets).
+ */
 static void emu_aql_queue_error(struct emu_aql_pass *a, const char *what, u64 va, u32 code)
 {
 	u64 signal, value = code;
 
 	emu_aql_log_stop(a, what, va, code);
+#if EMU_KFD_MINOR_VERSION >= 13
+	if (a->p->runtime_enabled) {
+		emu_aql_send_exception(a, emu_aql_exception_mask(code));
+		return;
+	}
+#endif
 	if (emu_aql_read(a, a->amd_queue + AMD_QUEUE_INACTIVE_SIGNAL, &signal, sizeof(signal)) || !signal ||
 	    emu_aql_write(a, signal + AMD_SIGNAL_VALUE, &value, sizeof(value)))
 		return;

@@ -243,18 +243,24 @@ static void emu_event_set(struct emu_process *p, struct emu_event *ev)
 	spin_unlock(&p->ev_lock);
 }
 
+/* Set the signal event @id as SET_EVENT does; -EINVAL for any other. Caller holds p->lock. */
+int emu_event_set_by_id(struct emu_process *p, u32 id)
+{
+	struct emu_event *ev = idr_find(&p->event_idr, id);
+
+	if (!ev || ev->type != KFD_IOC_EVENT_SIGNAL)
+		return -EINVAL;
+	emu_event_set(p, ev);
+	return 0;
+}
+
 int emu_ioctl_set_event(struct file *filp, struct emu_process *p, void *data)
 {
 	struct kfd_ioctl_set_event_args *args = data;
-	struct emu_event *ev;
-	int ret = 0;
+	int ret;
 
 	mutex_lock(&p->lock);
-	ev = idr_find(&p->event_idr, args->event_id);
-	if (!ev || ev->type != KFD_IOC_EVENT_SIGNAL)
-		ret = -EINVAL;
-	else
-		emu_event_set(p, ev);
+	ret = emu_event_set_by_id(p, args->event_id);
 	mutex_unlock(&p->lock);
 	return ret;
 }

@@ -256,6 +256,128 @@ static void runtime(struct ctx *ctx)
 	       "DBG_TRAP: EINVAL undebugged, EPERM untraced, ESRCH no such pid (6.5)");
 }
 
+/*
+ * One AQL queue as ROCr lays it out, in one GTT BO: an amd_queue_t (its fields at the byte
+ * offsets of ROCr's amd_hsa_queue.h), the ring, the context save area header the thunk
+ * writes (struct kfd_context_save_area_header) and an error payload, and an amd_signal_t as
+ * queue_inactive_signal. A kernel dispatch on it cannot run on the emulated GPU; how the
+ * process hears of it depends on whether its runtime was enabled.
+ */
+#define XQ_BO_SIZE 65536
+#define XQ_RING 4096		/* offsets in the BO */
+#define XQ_CSA 8192
+#define XQ_PAYLOAD 12288
+#define XQ_INACTIVE 16384
+#define AMDQ_BASE_ADDRESS 8	/* amd_queue_t */
+#define AMDQ_SIZE_PACKETS 24
+#define AMDQ_WRITE_DISPATCH_ID 56
+#define AMDQ_READ_DISPATCH_ID 128
+#define AMDQ_READ_FIELD_OFFSET 136
+#define AMDQ_INACTIVE_SIGNAL 192
+#define AMDSIG_VALUE 8		/* amd_signal_t */
+#define AQL_DISPATCH_HEADER 2	/* HSA_PACKET_TYPE_KERNEL_DISPATCH */
+#define QUEUE_ERROR_ILLEGAL_INSTRUCTION 0x40000000ULL	/* queue_inactive_signal's code */
+
+static uint64_t *xq_word(uint8_t *cpu, uint64_t off)
+{
+	return (uint64_t *)(cpu + off);
+}
+
+/* exit codes name the step that failed */
+static void exception_child(struct ctx *ctx, void *arg)
+{
+	const struct gpu *g = &ctx->gpu[0];
+	bool enable = arg != NULL;
+	struct kfd_ioctl_create_event_args ce = { .event_type = KFD_IOC_EVENT_SIGNAL,
+						  .auto_reset = 1 };
+	struct kfd_event_data ed = { 0 };
+	struct kfd_ioctl_wait_events_args we = { .events_ptr = (uint64_t)(uintptr_t)&ed,
+						 .num_events = 1, .wait_for_all = 1,
+						 .timeout = 3000 };
+	struct kfd_ioctl_create_queue_args q;
+	struct kfd_context_save_area_header *csa;
+	struct queue_mem qm;
+	uint32_t caps = 0, n_ok = 0;
+	struct bo bo;
+	uint64_t v, *inactive;
+	uint8_t *cpu;
+	int kfd = open_kfd(), rfd = open_render(g), i;
+
+	if (kfd < 0 || rfd < 0 || acquire_vm(kfd, rfd, g->id))
+		_exit(2);
+	if (enable && runtime_enable(kfd, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK, 0, &caps))
+		_exit(3);
+	if (bo_alloc(kfd, &bo, g->id, va_alloc(ctx, XQ_BO_SIZE), XQ_BO_SIZE,
+		     ALLOC_GTT | ALLOC_WRITABLE | ALLOC_NO_SUBST, 0) ||
+	    bo_map(kfd, bo.handle, &g->id, 1, &n_ok) || n_ok != 1)
+		_exit(4);
+	cpu = bo_cpu_map(rfd, bo.mmap_offset, XQ_BO_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED);
+	if (cpu == MAP_FAILED || kfd_ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &ce))
+		_exit(5);
+	v = bo.va;
+	memset(cpu, 0, XQ_BO_SIZE);
+	*xq_word(cpu, AMDQ_BASE_ADDRESS) = v + XQ_RING;
+	*(uint32_t *)(cpu + AMDQ_SIZE_PACKETS) = 4096 / 64;
+	*(uint32_t *)(cpu + AMDQ_READ_FIELD_OFFSET) = AMDQ_READ_DISPATCH_ID;
+	*xq_word(cpu, AMDQ_INACTIVE_SIGNAL) = v + XQ_INACTIVE;
+	csa = (struct kfd_context_save_area_header *)(cpu + XQ_CSA);
+	csa->err_payload_addr = v + XQ_PAYLOAD;
+	csa->err_event_id = ce.event_id;
+	inactive = xq_word(cpu, XQ_INACTIVE + AMDSIG_VALUE);
+
+	if (queue_mem_init(&qm))
+		_exit(6);
+	queue_args_init(&q, g->id, &qm, NULL);
+	q.ring_base_address = v + XQ_RING;
+	q.read_pointer_address = v + AMDQ_READ_DISPATCH_ID;
+	q.write_pointer_address = v + AMDQ_WRITE_DISPATCH_ID;
+	q.ctx_save_restore_address = v + XQ_CSA;
+	if (kfd_ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, &q))
+		_exit(7);
+
+	/* a kernel dispatch (its kernel object non-null), published */
+	*xq_word(cpu, XQ_RING + 32) = 0x1000;
+	*(uint16_t *)(cpu + XQ_RING) = AQL_DISPATCH_HEADER;
+	__atomic_store_n(xq_word(cpu, AMDQ_WRITE_DISPATCH_ID), 1, __ATOMIC_RELEASE);
+
+	if (enable) {
+		/* the payload gets the exception's bit and the header's event is set */
+		ed.event_id = ce.event_id;
+		if (kfd_ioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &we) ||
+		    we.wait_result != KFD_IOC_WAIT_RESULT_COMPLETE)
+			_exit(8);
+		if (*xq_word(cpu, XQ_PAYLOAD) != KFD_EC_MASK(EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION))
+			_exit(9);
+		if (*inactive)
+			_exit(10);	/* queue_inactive_signal is not used for it */
+	} else {
+		for (i = 0; i < 300 && !__atomic_load_n(inactive, __ATOMIC_ACQUIRE); i++)
+			sleep_ms(10);
+		if (*inactive != QUEUE_ERROR_ILLEGAL_INSTRUCTION)
+			_exit(11);
+		if (*xq_word(cpu, XQ_PAYLOAD))
+			_exit(12);	/* no exception without the runtime enabled */
+	}
+	_exit(0);
+}
+
+/*
+ * 6.5 (KFD 1.13): a queue error of a process whose runtime is enabled reaches it as a queue
+ * exception: the exception's bit ORed into the payload named by the queue's context save
+ * area header, and the event named there set. Without RUNTIME_ENABLE the error code goes
+ * into queue_inactive_signal, as on 6.1.
+ */
+static void queue_exception(struct ctx *ctx)
+{
+	tap_ok(wait_child(run_child("queue exception", exception_child, ctx, ctx),
+			  "queue exception"),
+	       "runtime enabled: a kernel dispatch sets EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION in the "
+	       "save area's error payload and raises its event; queue_inactive_signal stays 0 (6.5)");
+	tap_ok(wait_child(run_child("queue error", exception_child, ctx, NULL), "queue error"),
+	       "runtime not enabled: the same dispatch writes 0x40000000 into "
+	       "queue_inactive_signal, no exception (6.1)");
+}
+
 /* 6.8 (KFD 1.14): a waiter that saw an older age of a signal event returns at once. */
 static void event_age(struct ctx *ctx)
 {
@@ -413,6 +535,7 @@ void test_newer_kfd(struct ctx *ctx)
 #endif
 #if KFD_IOCTL_MINOR_VERSION >= 13
 	runtime(ctx);
+	queue_exception(ctx);
 	event_age(ctx);
 	alloc_flags(ctx);
 #endif
