@@ -348,7 +348,9 @@ int emu_ioctl_wait_events(struct file *filp, struct emu_process *p, void *data)
 	mutex_lock(&p->lock);
 	for (i = 0; i < n; i++) {
 		struct emu_event *ev;
+#if EMU_KFD_MINOR_VERSION >= 14
 		u64 last_age = 0;
+#endif
 		u32 id;
 
 		if (get_user(id, &udata[i].event_id)) {
