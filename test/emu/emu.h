@@ -490,6 +490,14 @@ struct emu_process {
 	u64 signal_handle;
 	unsigned long signal_kpages;	/* __get_free_pages address */
 	size_t signal_mapped_size;
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+	/* KFD 1.19: the contexts of one mm (emu_context.c); under emu_open_mutex */
+	u16 context_id;			/* EMU_CONTEXT_ID_PRIMARY or a secondary's */
+	struct emu_process *primary;	/* a secondary's, with a reference */
+	struct ida context_ids;		/* a primary's: the ids of its secondaries */
+	unsigned int n_secondaries;	/* a primary's, alive */
+	struct kobject *sysfs_dir;	/* proc/<pid> (primary), context_<id> (secondary) */
+#endif
 };
 
 extern const struct file_operations emu_kfd_fops;
@@ -564,6 +572,34 @@ int emu_event_restore(struct emu_process *p, u32 id, u32 type, bool auto_reset,
 		      bool signaled, const void *exception_data);
 void emu_events_destroy_all(struct emu_process *p);
 int emu_event_mmap(struct emu_process *p, struct vm_area_struct *vma);
+
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+/* KFD 1.19 secondary contexts and the 1.23 profiler ioctl (emu_context.c) */
+#define EMU_CONTEXT_ID_PRIMARY	0xFFFF
+struct mmu_notifier;
+extern struct mutex emu_open_mutex;
+struct emu_process *emu_process_alloc(struct mm_struct *mm);
+void emu_process_list(struct emu_process *p);
+void emu_process_unlist(struct emu_process *p);
+void emu_process_teardown(struct emu_process *p);
+int emu_ioctl_create_process(struct file *filp, struct emu_process *p, void *data);
+int emu_ioctl_profiler(struct file *filp, struct emu_process *p, void *data);
+void emu_context_release(struct emu_process *p);
+void emu_context_teardown(struct emu_process *p);
+void emu_context_profiler_release(struct emu_process *p);
+void emu_context_free(struct emu_process *p);
+int emu_context_init(struct device *kfd_dev);
+void emu_context_fini(void);
+static inline bool emu_process_is_secondary(const struct emu_process *p)
+{
+	return p->context_id != EMU_CONTEXT_ID_PRIMARY;
+}
+#else
+static inline bool emu_process_is_secondary(const struct emu_process *p)
+{
+	return false;
+}
+#endif
 
 /* CRIU */
 int emu_ioctl_criu_op(struct file *filp, struct emu_process *p, void *data);

@@ -30,7 +30,7 @@ static struct class *emu_kfd_class;
 static struct device *emu_kfd_device;
 
 /* open/release serialisation and the list of live processes */
-static DEFINE_MUTEX(emu_open_mutex);
+DEFINE_MUTEX(emu_open_mutex);
 static DEFINE_SPINLOCK(emu_list_lock);
 static LIST_HEAD(emu_processes);
 
@@ -64,6 +64,9 @@ static void emu_process_free(struct kref *ref)
 	if (p->signal_kpages)
 		free_pages(p->signal_kpages, get_order(EMU_SIGNAL_PAGE_SIZE));
 	idr_destroy(&p->event_idr);
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+	emu_context_free(p);
+#endif
 	put_task_struct(p->lead_thread);
 	mutex_destroy(&p->lock);
 	mutex_destroy(&p->page_lock);
@@ -82,7 +85,9 @@ struct emu_process *emu_process_get_by_mm(struct mm_struct *mm)
 
 	spin_lock(&emu_list_lock);
 	list_for_each_entry(p, &emu_processes, link) {
-		if (p->mm == mm && kref_get_unless_zero(&p->ref)) {
+		/* as find_process_by_mm(): the primary context only */
+		if (p->mm == mm && !emu_process_is_secondary(p) &&
+		    kref_get_unless_zero(&p->ref)) {
 			found = p;
 			break;
 		}
@@ -91,7 +96,21 @@ struct emu_process *emu_process_get_by_mm(struct mm_struct *mm)
 	return found;
 }
 
-static void emu_process_unlist(struct emu_process *p)
+#ifndef AMDKFD_IOC_CREATE_PROCESS
+static
+#endif
+void emu_process_list(struct emu_process *p)
+{
+	spin_lock(&emu_list_lock);
+	if (list_empty(&p->link))
+		list_add_tail(&p->link, &emu_processes);
+	spin_unlock(&emu_list_lock);
+}
+
+#ifndef AMDKFD_IOC_CREATE_PROCESS
+static
+#endif
+void emu_process_unlist(struct emu_process *p)
 {
 	spin_lock(&emu_list_lock);
 	list_del_init(&p->link);
@@ -141,7 +160,10 @@ void emu_process_reset(struct emu_process *p)
 	p->runtime_r_debug = 0;
 }
 
-static void emu_process_teardown(struct emu_process *p)
+#ifndef AMDKFD_IOC_CREATE_PROCESS
+static
+#endif
+void emu_process_teardown(struct emu_process *p)
 {
 	mutex_lock(&p->lock);
 	p->hb_stopping = true;
@@ -150,20 +172,27 @@ static void emu_process_teardown(struct emu_process *p)
 
 	mutex_lock(&p->lock);
 	if (!p->torn_down) {
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+		emu_context_teardown(p);
+#endif
 		emu_process_reset(p);
 		p->torn_down = true;
 	}
 	mutex_unlock(&p->lock);
 }
 
-static struct mmu_notifier *emu_mn_alloc(struct mm_struct *mm)
+/* A new process of @mm with the GPUs the caller may use; NULL without memory. */
+#ifndef AMDKFD_IOC_CREATE_PROCESS
+static
+#endif
+struct emu_process *emu_process_alloc(struct mm_struct *mm)
 {
 	struct emu_process *p;
 	unsigned int i;
 
 	p = kzalloc(sizeof(*p), GFP_KERNEL);
 	if (!p)
-		return ERR_PTR(-ENOMEM);
+		return NULL;
 	kref_init(&p->ref);		/* owned by the subscription */
 	INIT_LIST_HEAD(&p->link);
 	p->mm = mm;
@@ -187,8 +216,55 @@ static struct mmu_notifier *emu_mn_alloc(struct mm_struct *mm)
 		pdd->user_gpu_id = pdd->gpu->gpu_id;
 		idr_init(&pdd->mem_idr);
 	}
-	return &p->mn;
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+	p->context_id = EMU_CONTEXT_ID_PRIMARY;
+	ida_init(&p->context_ids);
+#endif
+	return p;
 }
+
+static struct mmu_notifier *emu_mn_alloc(struct mm_struct *mm)
+{
+	struct emu_process *p = emu_process_alloc(mm);
+
+	return p ? &p->mn : ERR_PTR(-ENOMEM);
+}
+
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+/* The secondary contexts of @mm stop with it: their queues run in it. */
+static void emu_mm_gone_secondaries(struct mm_struct *mm)
+{
+	struct emu_process *s;
+
+	for (;;) {
+		bool found = false;
+
+		spin_lock(&emu_list_lock);
+		list_for_each_entry(s, &emu_processes, link) {
+			if (s->mm == mm && emu_process_is_secondary(s) &&
+			    kref_get_unless_zero(&s->ref)) {
+				list_del_init(&s->link);
+				found = true;
+				break;
+			}
+		}
+		spin_unlock(&emu_list_lock);
+		if (!found)
+			return;
+		mutex_lock(&s->lock);
+		s->mm_gone = true;
+		s->hb_stopping = true;
+		cancel_delayed_work(&s->heartbeat);
+		if (!s->torn_down) {
+			emu_context_teardown(s);
+			emu_process_reset(s);
+			s->torn_down = true;
+		}
+		mutex_unlock(&s->lock);
+		emu_process_put(s);
+	}
+}
+#endif
 
 static void emu_mn_free(struct mmu_notifier *mn)
 {
@@ -212,10 +288,16 @@ static void emu_mn_release(struct mmu_notifier *mn, struct mm_struct *mm)
 	/* not _sync: the heartbeat may be what dropped the last mm user */
 	cancel_delayed_work(&p->heartbeat);
 	if (!p->torn_down) {
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+		emu_context_teardown(p);
+#endif
 		emu_process_reset(p);
 		p->torn_down = true;
 	}
 	mutex_unlock(&p->lock);
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+	emu_mm_gone_secondaries(mm);
+#endif
 }
 
 static const struct mmu_notifier_ops emu_mn_ops = {
@@ -251,12 +333,8 @@ static int emu_kfd_open(struct inode *inode, struct file *filp)
 		return PTR_ERR(mn);
 	}
 	p = container_of(mn, struct emu_process, mn);
-	if (!p->n_files++) {
-		spin_lock(&emu_list_lock);
-		if (list_empty(&p->link))
-			list_add_tail(&p->link, &emu_processes);
-		spin_unlock(&emu_list_lock);
-	}
+	if (!p->n_files++)
+		emu_process_list(p);
 	mutex_unlock(&emu_open_mutex);
 	mmput(mm);
 
@@ -268,8 +346,19 @@ static int emu_kfd_release(struct inode *inode, struct file *filp)
 {
 	struct emu_process *p = filp->private_data;
 
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+	if (emu_process_is_secondary(p)) {
+		emu_context_release(p);
+		return 0;
+	}
+#endif
 	mutex_lock(&emu_open_mutex);
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+	/* as KFD, a primary with secondaries lives on until they or the mm go */
+	if (!--p->n_files && !p->n_secondaries) {
+#else
 	if (!--p->n_files) {
+#endif
 		emu_process_unlist(p);
 		emu_process_teardown(p);
 	}
@@ -593,6 +682,9 @@ static int emu_ioctl_smi_events(struct file *filp, struct emu_process *p, void *
 
 static int emu_ioctl_svm(struct file *filp, struct emu_process *p, void *data)
 {
+	/* KFD 1.19 (7.3): SVM is for the primary context only */
+	if (emu_process_is_secondary(p))
+		return -EOPNOTSUPP;
 	/* as a kernel built without CONFIG_HSA_AMD_SVM */
 	return -EPERM;
 }
@@ -760,6 +852,12 @@ static const struct emu_ioctl_desc emu_ioctls[AMDKFD_COMMAND_END] = {
 	EMU_IOCTL(RUNTIME_ENABLE, emu_ioctl_runtime_enable, 0),
 	EMU_IOCTL(DBG_TRAP, emu_ioctl_dbg_trap, 0),
 #endif
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+	EMU_IOCTL(CREATE_PROCESS, emu_ioctl_create_process, 0),
+#endif
+#ifdef AMDKFD_IOC_PROFILER
+	EMU_IOCTL(PROFILER, emu_ioctl_profiler, 0),
+#endif
 };
 
 static long emu_kfd_ioctl(struct file *filp, unsigned int ucmd, unsigned long arg)
@@ -862,8 +960,16 @@ static int emu_kfd_mmap(struct file *filp, struct vm_area_struct *vma)
 	struct emu_pdd *pdd;
 	int ret;
 
-	/* like KFD, the mapping belongs to the caller's process, not the file's */
-	p = emu_process_get_by_mm(current->mm);
+	/*
+	 * Like KFD, the mapping belongs to the caller's process; on a file of a
+	 * secondary context (1.19), to that context, as kfd_mmap() in 7.3 maps
+	 * for the file's process.
+	 */
+	p = filp->private_data;
+	if (emu_process_is_secondary(p) && p->lead_thread == current->group_leader)
+		kref_get(&p->ref);
+	else
+		p = emu_process_get_by_mm(current->mm);
 	if (!p)
 		return -EINVAL;
 
@@ -1017,6 +1123,13 @@ int emu_kfd_init(void)
 	ret = emu_topology_init(emu_kfd_device);
 	if (ret)
 		goto err_device;
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+	ret = emu_context_init(emu_kfd_device);
+	if (ret) {
+		emu_topology_fini();
+		goto err_device;
+	}
+#endif
 	return 0;
 
 err_device:
@@ -1030,6 +1143,9 @@ err_chrdev:
 
 void emu_kfd_fini(void)
 {
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+	emu_context_fini();
+#endif
 	emu_topology_fini();
 	device_destroy(emu_kfd_class, MKDEV(emu_kfd_major, 0));
 	class_destroy(emu_kfd_class);

@@ -212,6 +212,9 @@ int emu_ioctl_alloc_memory(struct file *filp, struct emu_process *p, void *data)
 
 	if (!args->size)
 		return -EINVAL;
+	/* KFD 1.19 (7.3): a secondary context has no user pointers */
+	if (emu_process_is_secondary(p) && (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR))
+		return -EOPNOTSUPP;
 	if (!(flags & EMU_ALLOC_DOMAIN_MASK))
 		return -EINVAL;
 
