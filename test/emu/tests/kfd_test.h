@@ -144,6 +144,8 @@ void test_misc(struct ctx *ctx);
 void test_non_owner(struct ctx *ctx);
 void test_newer_kfd(struct ctx *ctx);
 void test_criu(struct ctx *ctx);
+void test_contexts(struct ctx *ctx);
+void test_profiler(struct ctx *ctx);
 void test_fault_injection(struct ctx *ctx);
 
 #endif

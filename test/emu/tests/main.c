@@ -68,6 +68,8 @@ int main(void)
 	test_non_owner(&ctx);
 	test_newer_kfd(&ctx);
 	test_criu(&ctx);
+	test_contexts(&ctx);
+	test_profiler(&ctx);
 	test_fault_injection(&ctx);
 
 	return tap_finish();
