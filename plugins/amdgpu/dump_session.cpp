@@ -5,6 +5,7 @@
 #include "hsakmt_shm.hpp"
 #include "image_store.hpp"
 #include "device_files.hpp"
+#include "kfd_contexts.hpp"
 #include "log.hpp"
 #include "metadata_images.hpp"
 #include "task_fds.hpp"
@@ -125,7 +126,24 @@ DumpSession::PausedProcess &DumpSession::pause(int task_fd, uint32_t id, kfd::Pr
 	    info.priv_data_size > kMaxPrivData)
 		fail(-EINVAL, "pid %u: KFD PROCESS_INFO reported implausible sizes (%u GPUs, %u BOs, %llu bytes)",
 		     info.pid, info.num_devices, info.num_bos, static_cast<unsigned long long>(info.priv_data_size));
+	refuse_secondary_contexts(host_pid ? host_pid : static_cast<pid_t>(info.pid));
 	return paused_.back();
+}
+
+// Secondary KFD contexts cannot be brought back (kfd_contexts.hpp says why): refused while the
+// queues of this file are paused, so that finish() resumes them as after any failed dump.
+void DumpSession::refuse_secondary_contexts(pid_t pid)
+{
+	const std::vector<uint32_t> ids = driver_.secondary_contexts(pid);
+	if (ids.empty())
+		return;
+	fail(-EINVAL,
+	     "pid %d has %zu secondary KFD context(s) (%s in %s/%d), made by AMDKFD_IOC_CREATE_PROCESS: KFD "
+	     "checkpoints each context through its own /dev/kfd file without saying which it was, and restores "
+	     "only into the context of the file it is given, so they cannot be restored; the process is left "
+	     "running",
+	     static_cast<int>(pid), ids.size(), describe_kfd_contexts(ids).c_str(), std::string(kKfdProcDir).c_str(),
+	     static_cast<int>(pid));
 }
 
 DumpSession::Checkpoint DumpSession::checkpoint(int kfd_fd, const kfd::ProcessInfo &info)

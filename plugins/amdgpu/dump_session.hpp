@@ -72,6 +72,7 @@ private:
 	void check_kfd_version();
 	// The steps of dump_kfd, in order.
 	PausedProcess &pause(int task_fd, uint32_t id, kfd::ProcessInfo &info);
+	void refuse_secondary_contexts(pid_t pid);
 	pid_t watch_task(int kfd_fd, uint32_t id);
 	Checkpoint checkpoint(int kfd_fd, const kfd::ProcessInfo &info);
 	std::map<uint32_t, uint32_t> user_gpu_ids(const Checkpoint &cp);

@@ -3,6 +3,7 @@
 
 #include "device_files.hpp"
 #include "error.hpp"
+#include "kfd_contexts.hpp"
 
 #include <fcntl.h>
 #include <sys/sysmacros.h>
@@ -40,6 +41,10 @@ public:
 		return kfd::criu_restore(fd, devices, bos, priv_data, num_objects);
 	}
 	int criu_resume(int fd, uint32_t pid) override { return kfd::criu_resume(fd, pid); }
+	std::vector<uint32_t> secondary_contexts(pid_t pid) override
+	{
+		return secondary_kfd_contexts(std::filesystem::path(kKfdProcDir) / std::to_string(pid));
+	}
 };
 
 } // namespace

@@ -11,9 +11,12 @@
 
 #include "kfd_ioctl.hpp"
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace amdgpu {
 
@@ -37,6 +40,10 @@ public:
 	virtual int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
 				 std::span<uint8_t> priv_data, uint32_t num_objects) = 0;
 	virtual int criu_resume(int fd, uint32_t pid) = 0;
+
+	// The ids of the secondary KFD contexts (kfd_contexts.hpp) of task `pid`, in criu's pid
+	// namespace; none on a kernel without them.
+	virtual std::vector<uint32_t> secondary_contexts(pid_t pid) = 0;
 };
 
 inline constexpr const char *kDriDir = "/dev/dri";

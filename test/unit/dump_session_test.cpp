@@ -173,6 +173,34 @@ TEST_F(DumpSessionTest, ImplausibleSizesFromProcessInfoFailTheDumpAndResumeTheQu
 	EXPECT_TRUE(empty.called(Op::unpause, empty.paused_fd()));
 }
 
+// Linux 7.3 checkpoints a secondary context through its own /dev/kfd file and refuses none; the
+// plugin refuses the process instead, since nothing could restore the contexts as they were.
+TEST_F(DumpSessionTest, AProcessWithSecondaryKfdContextsIsRefusedAndLeftRunning)
+{
+	gpu.contexts = { 0, 3 };
+	const std::optional<Error> error = dump();
+	ASSERT_TRUE(error) << "a process with secondary KFD contexts was dumped";
+	EXPECT_EQ(error->err(), -EINVAL);
+	const std::string what = error->what();
+	EXPECT_NE(what.find("pid 4242 has 2 secondary KFD context(s) (context_0, context_3 in "
+			    "/sys/class/kfd/kfd/proc/4242)"),
+		  std::string::npos)
+		<< what;
+	EXPECT_NE(what.find("AMDKFD_IOC_CREATE_PROCESS"), std::string::npos) << what;
+	EXPECT_EQ(gpu.contexts_asked_for, 4242);
+	EXPECT_EQ(gpu.count(Op::checkpoint), 0) << "the refused process was checkpointed";
+	EXPECT_TRUE(gpu.called(Op::unpause, gpu.paused_fd())) << "the queues stay paused";
+	EXPECT_EQ(image_files(images.path()), std::vector<std::string>()) << "a refused dump left images";
+	EXPECT_FALSE(fds_leaked);
+}
+
+TEST_F(DumpSessionTest, AProcessWithoutSecondaryKfdContextsIsAskedAboutThemAndDumped)
+{
+	ASSERT_FALSE(dump());
+	EXPECT_EQ(gpu.contexts_asked_for, 4242);
+	EXPECT_EQ(gpu.count(Op::checkpoint), 1);
+}
+
 TEST_F(DumpSessionTest, AFailedUnpauseIsTriedAgainThenLoggedNotThrown)
 {
 	gpu.fail(Op::unpause, -EIO, FakeGpu::kEveryCall);

@@ -84,6 +84,13 @@ public:
 	int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
 			 std::span<uint8_t> priv_data, uint32_t num_objects) override;
 	int criu_resume(int fd, uint32_t pid) override;
+	std::vector<uint32_t> secondary_contexts(pid_t task) override
+	{
+		contexts_asked_for = task;
+		return contexts;
+	}
+	std::vector<uint32_t> contexts; // what sysfs lists for the task
+	pid_t contexts_asked_for = 0;
 	std::vector<CopyStats> copy(CopyDirection direction, std::span<const GpuCopyJob> jobs,
 				    const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size) override;
 
