@@ -270,6 +270,11 @@ int emu_ioctl_create_queue(struct file *filp, struct emu_process *p, void *data)
 				    args->ring_base_address, args->ring_size);
 	if (ret)
 		return ret;
+#if KFD_IOCTL_MINOR_VERSION >= 22
+	/* KFD 1.22 (7.3): an AQL queue's metadata ring is 0 or a power of 2 (unused here) */
+	if (args->metadata_ring_size && !is_power_of_2(args->metadata_ring_size))
+		return -EINVAL;
+#endif
 	if (!access_ok(u64_to_user_ptr(args->read_pointer_address), sizeof(u32)) ||
 	    !access_ok(u64_to_user_ptr(args->write_pointer_address), sizeof(u32)))
 		return -EFAULT;

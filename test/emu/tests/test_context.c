@@ -120,6 +120,30 @@ static void contexts_child(struct ctx *ctx, void *arg)
 			  "SVM on a secondary -> EOPNOTSUPP (7.3 kfd_ioctl_svm)");
 	}
 
+#if KFD_IOCTL_MINOR_VERSION >= 22
+	{
+		/* KFD 1.22: create_queue_args.metadata_ring_size, 0 or a power of 2 */
+		static volatile uint64_t rptr;
+		struct kfd_ioctl_create_queue_args q;
+		struct kfd_ioctl_destroy_queue_args d = { 0 };
+		struct queue_mem m;
+
+		if (tap_errno(queue_mem_init(&m), 0, "queue memory for the metadata ring checks")) {
+			queue_args_init(&q, g->id, &m, &rptr);
+			q.metadata_ring_size = 3;
+			tap_errno(kfd_ioctl(kfd1, AMDKFD_IOC_CREATE_QUEUE, &q), EINVAL,
+				  "CREATE_QUEUE with a metadata ring of 3 bytes -> EINVAL (KFD 1.22, 7.3)");
+			queue_args_init(&q, g->id, &m, &rptr);
+			q.metadata_ring_size = 4096;
+			if (tap_errno(kfd_ioctl(kfd1, AMDKFD_IOC_CREATE_QUEUE, &q), 0,
+				      "CREATE_QUEUE with a metadata ring of 4 KiB succeeds (KFD 1.22, 7.3)")) {
+				d.queue_id = q.queue_id;
+				tap_errno(kfd_ioctl(kfd1, AMDKFD_IOC_DESTROY_QUEUE, &d), 0, "DESTROY that queue");
+			}
+		}
+	}
+#endif
+
 	/* 7.3's CRIU ops act on the file's context, and refuse none of them */
 	r = process_info(kfd1, &pinfo);
 	tap_errno(r, 0, "PROCESS_INFO on the primary's file");
