@@ -761,6 +761,9 @@ static int emu_ioctl_dbg_trap(struct file *filp, struct emu_process *p, void *da
 	struct pid *pid;
 	int ret = 0;
 
+	/* KFD 1.19 (7.3): a secondary context cannot debug, nor be debugged */
+	if (emu_process_is_secondary(p))
+		return -EOPNOTSUPP;
 	pid = find_get_pid(args->pid);
 	if (!pid)
 		return -ESRCH;

@@ -144,6 +144,13 @@ static void contexts_child(struct ctx *ctx, void *arg)
 	}
 #endif
 
+	{
+		struct kfd_ioctl_dbg_trap_args d = { .pid = (uint32_t)getpid(), .op = KFD_IOC_DBG_TRAP_DISABLE };
+
+		tap_errno(kfd_ioctl(kfd2, AMDKFD_IOC_DBG_TRAP, &d), EOPNOTSUPP,
+			  "DBG_TRAP on a secondary -> EOPNOTSUPP (7.3 kfd_ioctl_set_debug_trap)");
+	}
+
 	/* 7.3's CRIU ops act on the file's context, and refuse none of them */
 	r = process_info(kfd1, &pinfo);
 	tap_errno(r, 0, "PROCESS_INFO on the primary's file");
