@@ -34,7 +34,7 @@
  * the kernel's semantics). Built against a newer kernel, the emulator is a kernel of that
  * version's interface, not a kinder one.
  */
-#define EMU_KFD_MINOR_IMPLEMENTED	18
+#define EMU_KFD_MINOR_IMPLEMENTED	23
 #define EMU_KFD_MINOR_VERSION \
 	(KFD_IOCTL_MINOR_VERSION < EMU_KFD_MINOR_IMPLEMENTED ? KFD_IOCTL_MINOR_VERSION : \
 							      EMU_KFD_MINOR_IMPLEMENTED)
