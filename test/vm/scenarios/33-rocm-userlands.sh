@@ -9,9 +9,11 @@
 #   - rocminfo lists one agent per emulated GPU;
 #   - rocr_client's host<->VRAM and VRAM<->VRAM copies verify; at 16 MiB each copy is one SDMA
 #     packet on gfx90a for ROCr 6.x, whose count field is wider than 4 MiB;
-#   - hip_client's host API works and its hipMemcpy ends with HIP's queue error for the kernel
-#     dispatch the emulated GPU cannot run (not with a malformed-packet error);
-#   - the kernel log names only the kernel dispatches as AQL errors, and no SDMA queue faults;
+#   - hip_client's host API works; HIP 6.4.3's hipMemcpy host->device->host runs on the SDMA
+#     engines and brings every byte back (before it, HIP's code-object load puts ROCr's PM4
+#     cache-invalidation packet on the queue, which must not stop it as a malformed packet);
+#   - the kernel log names only rocr_client's kernel dispatches as AQL errors, and no SDMA queue
+#     faults;
 #   - rocr_workload's first full verification passes.
 # timeout: 600
 . test/vm/lib.sh
