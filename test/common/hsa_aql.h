@@ -9,6 +9,7 @@
 #define TEST_COMMON_HSA_AQL_H
 
 #include <hsa/hsa.h>
+#include <hsa/hsa_ext_amd.h>
 
 #include <stdint.h>
 #include <string.h>
@@ -50,6 +51,26 @@ static inline uint64_t aql_submit_barrier(hsa_queue_t *q, hsa_packet_type_t type
 		b.dep_signal[i] = deps[i];
 	b.completion_signal = completion;
 	return aql_submit(q, &b, aql_header(type), 0);
+}
+
+/*
+ * An AMD barrier-value packet (hsa_ext_amd.h): processing waits until
+ * (@sig's value & @mask) compares to @value by @cond; its index.  The vendor
+ * format goes where a standard packet has its setup field.
+ */
+static inline uint64_t aql_submit_barrier_value(hsa_queue_t *q, hsa_signal_t sig, hsa_signal_value_t value,
+						hsa_signal_value_t mask, hsa_signal_condition_t cond,
+						hsa_signal_t completion)
+{
+	hsa_amd_barrier_value_packet_t b;
+
+	memset(&b, 0, sizeof(b));
+	b.signal = sig;
+	b.value = value;
+	b.mask = mask;
+	b.cond = cond;
+	b.completion_signal = completion;
+	return aql_submit(q, &b, aql_header(HSA_PACKET_TYPE_VENDOR_SPECIFIC), HSA_AMD_PACKET_TYPE_BARRIER_VALUE);
 }
 
 #endif

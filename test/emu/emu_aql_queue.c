@@ -27,8 +27,15 @@
  *    (HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION).
  *    The dispatch's own completion signal is left alone, as for a faulting
  *    dispatch;
- *  - AGENT_DISPATCH and vendor-specific packets are format errors on a GPU
- *    queue (codes 32 and 256 of the same signal).
+ *  - the AMD vendor-specific BARRIER_VALUE packet (hsa_ext_amd.h; HIP from
+ *    6.x puts it on its queues to order work after a signal) waits until
+ *    (value of its signal & mask) compares to its value by its condition
+ *    (EQ, NE, LT, GTE, signed), a null signal being satisfied;
+ *  - ROCr's own PM4 indirect-buffer vendor packet runs its IB when that holds
+ *    only cache maintenance (see emu_aql_pm4_ib);
+ *  - AGENT_DISPATCH is a format error on a GPU queue (code 32 of the same
+ *    signal), as is a BARRIER_VALUE with an unknown condition; other AMD
+ *    vendor packet formats are vendor-packet errors (code 256).
  *
  * A packet that can proceed is consumed first: its slot's header becomes
  * INVALID ("processed, not yet reassigned") and read_dispatch_id moves past
@@ -58,6 +65,29 @@
 #define AQL_TYPE_BARRIER_OR		5
 #define AQL_HEADER_TYPE(h)		((h) & 0xff)
 #define AQL_BARRIER_DEPS		5
+
+/*
+ * AMD vendor-specific packets: the byte after the 16-bit header names the
+ * format.  BARRIER_VALUE: signal at byte 8, value 16, mask 24, condition 32
+ * (a 32-bit hsa_signal_condition_t), completion signal 56.
+ */
+#define AQL_AMD_FORMAT(pkt0)		(((pkt0) >> 16) & 0xff)
+#define AQL_AMD_PM4_IB			1	/* ROCr's own: a PM4 indirect buffer */
+#define AQL_AMD_BARRIER_VALUE		2
+/* PM4 type-3 packets (header: type 31:30, count 29:16 = dwords - 2, opcode 15:8) */
+#define PM4_TYPE(h)			((h) >> 30)
+#define PM4_COUNT(h)			(((h) >> 16) & 0x3fff)
+#define PM4_OPCODE(h)			(((h) >> 8) & 0xff)
+#define PM4_OP_NOP			0x10
+#define PM4_OP_INDIRECT_BUFFER		0x3f
+#define PM4_OP_ACQUIRE_MEM		0x58
+#define PM4_IB_SIZE_MASK		0xfffff
+#define PM4_IB_VALID			BIT(23)
+#define PM4_IB_MAX_DW			4096	/* the emulator's; ROCr's IB is 1024 */
+#define AQL_CONDITION_EQ		0
+#define AQL_CONDITION_NE		1
+#define AQL_CONDITION_LT		2
+#define AQL_CONDITION_GTE		3
 
 /* amd_queue_t (ROCr's amd_hsa_queue.h): byte offsets the processor reads */
 #define AMD_QUEUE_BASE_ADDRESS		8
@@ -261,6 +291,105 @@ static int emu_aql_barrier_ready(struct emu_aql_pass *a, const u64 *deps, bool a
 	return any && given ? -EAGAIN : 0;
 }
 
+/* 0 if a BARRIER_VALUE's condition holds, -EAGAIN if not yet, -EFAULT, -EINVAL */
+static int emu_aql_barrier_value_ready(struct emu_aql_pass *a, const u64 *pkt)
+{
+	s64 value, want = (s64)pkt[2], mask = (s64)pkt[3];
+	bool holds;
+
+	if ((u32)pkt[4] > AQL_CONDITION_GTE)
+		return -EINVAL;
+	if (!pkt[1])
+		return 0;
+	if (emu_aql_read(a, pkt[1] + AMD_SIGNAL_VALUE, &value, sizeof(value)))
+		return -EFAULT;
+	value &= mask;
+	switch ((u32)pkt[4]) {
+	case AQL_CONDITION_EQ:
+		holds = value == want;
+		break;
+	case AQL_CONDITION_NE:
+		holds = value != want;
+		break;
+	case AQL_CONDITION_LT:
+		holds = value < want;
+		break;
+	default:
+		holds = value >= want;
+		break;
+	}
+	return holds ? 0 : -EAGAIN;
+}
+
+/*
+ * ROCr's PM4 indirect-buffer packet (its AqlQueue::ExecutePM4, gfx9 and
+ * newer): dwords 1 to 4 hold a PM4 INDIRECT_BUFFER command naming an IB of
+ * PM4 type-3 packets in the process's memory, the completion signal is the
+ * usual last 8 bytes.  ROCr 6.x sends one when code objects are loaded (HIP's
+ * first kernel): an ACQUIRE_MEM that invalidates the instruction, scalar and
+ * L2 caches.  The emulated GPU reads and writes memory through the CPU and
+ * has no caches to invalidate or write back, so ACQUIRE_MEM and NOP complete
+ * as they are; any other PM4 command is not emulated and stops the queue
+ * with the vendor-packet error.
+ */
+static enum emu_aql_step emu_aql_pm4_ib(struct emu_aql_pass *a, const u64 *pkt, u64 va)
+{
+	const u32 *dw = (const u32 *)pkt;
+	u64 ib = ((u64)(dw[3] & 0xffff) << 32) | (dw[2] & ~3u);
+	u32 ndw = dw[4] & PM4_IB_SIZE_MASK, i, hdr, len;
+	enum emu_aql_step step = AQL_DONE;
+	const char *what = NULL;
+	u32 *buf;
+
+	if (PM4_TYPE(dw[1]) != 3 || PM4_OPCODE(dw[1]) != PM4_OP_INDIRECT_BUFFER || !(dw[4] & PM4_IB_VALID) ||
+	    !ndw || ndw > PM4_IB_MAX_DW) {
+		emu_aql_queue_error(a, "PM4 indirect-buffer packet without a valid IB", va, AQL_ERROR_VENDOR_PACKET);
+		return AQL_ERROR;
+	}
+	buf = kmalloc_array(ndw, sizeof(*buf), GFP_KERNEL);
+	if (!buf || emu_aql_read(a, ib, buf, ndw * sizeof(*buf))) {
+		kfree(buf);
+		emu_aql_queue_error(a, "PM4 indirect buffer not readable", ib, AQL_ERROR_MEMORY_VIOLATION);
+		return AQL_ERROR;
+	}
+	for (i = 0; i < ndw && !what; i += len) {
+		hdr = buf[i];
+		len = PM4_COUNT(hdr) + 2;
+		if (PM4_TYPE(hdr) != 3 || len > ndw - i)
+			what = "PM4 indirect buffer: not a whole type-3 packet";
+		else if (PM4_OPCODE(hdr) != PM4_OP_NOP && PM4_OPCODE(hdr) != PM4_OP_ACQUIRE_MEM)
+			what = "PM4 indirect buffer: a command that is not emulated";
+	}
+	kfree(buf);
+	if (what) {
+		emu_aql_queue_error(a, what, ib + (i - len) * sizeof(u32), AQL_ERROR_VENDOR_PACKET);
+		step = AQL_ERROR;
+	}
+	return step;
+}
+
+static enum emu_aql_step emu_aql_vendor_packet(struct emu_aql_pass *a, const u64 *pkt, u64 va)
+{
+	int ret;
+
+	if (AQL_AMD_FORMAT(pkt[0]) == AQL_AMD_PM4_IB)
+		return emu_aql_pm4_ib(a, pkt, va);
+	if (AQL_AMD_FORMAT(pkt[0]) != AQL_AMD_BARRIER_VALUE) {
+		emu_aql_queue_error(a, "vendor-specific packet of an unknown format", va, AQL_ERROR_VENDOR_PACKET);
+		return AQL_ERROR;
+	}
+	ret = emu_aql_barrier_value_ready(a, pkt);
+	if (ret == -EAGAIN)
+		return AQL_WAIT;
+	if (!ret)
+		return AQL_DONE;
+	if (ret == -EINVAL)
+		emu_aql_queue_error(a, "barrier-value packet with an unknown condition", va, AQL_ERROR_INVALID_FORMAT);
+	else
+		emu_aql_queue_error(a, "barrier-value signal not readable", va, AQL_ERROR_MEMORY_VIOLATION);
+	return AQL_ERROR;
+}
+
 /*
  * Whether the packet at @va (its 64 bytes in @pkt) can be consumed now; errors
  * are reported to the runtime here.
@@ -288,8 +417,7 @@ static enum emu_aql_step emu_aql_packet(struct emu_aql_pass *a, const u64 *pkt, 
 				    AQL_ERROR_ILLEGAL_INSTRUCTION);
 		return AQL_ERROR;
 	case AQL_TYPE_VENDOR_SPECIFIC:
-		emu_aql_queue_error(a, "vendor-specific packet", va, AQL_ERROR_VENDOR_PACKET);
-		return AQL_ERROR;
+		return emu_aql_vendor_packet(a, pkt, va);
 	default:
 		emu_aql_queue_error(a, "packet type not supported on a GPU queue", va, AQL_ERROR_INVALID_FORMAT);
 		return AQL_ERROR;

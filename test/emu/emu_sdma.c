@@ -45,6 +45,7 @@
 #define SDMA_COPY_BROADCAST	BIT(27)
 #define SDMA_NOP_COUNT(h)	(((h) >> 16) & 0x3fff)
 #define SDMA_COUNT_22(d)	((d) & 0x3fffff)
+#define SDMA_COUNT_30(d)	((d) & 0x3fffffff)
 #define SDMA_COUNT_20(d)	((d) & 0xfffff)
 #define SDMA_IB_MAX_DW		0xfffff		/* the IB packet's size field */
 #define SDMA_IB_ADDR_MASK	(~0x1fULL)	/* IBs start 32-byte aligned */
@@ -162,6 +163,21 @@ static void emu_seg_advance(struct emu_vm_seg *seg, unsigned int n)
 {
 	seg->offset += n;
 	seg->len -= n;
+}
+
+/*
+ * The byte count (minus one) of a COPY_LINEAR packet.  SDMA 4.0 to 4.2 (gfx9
+ * up to MI100's gfx908) read 22 bits of its second dword, at most 4 MiB per
+ * packet; the SDMA 4.4 engines of gfx90a (MI210, MI250X) and gfx94x (MI300)
+ * read 30 bits.  ROCr 6.x relies on the wider field on gfx90a: its copies
+ * there are single packets of up to 1 GiB - 1, where 5.x split them at 4 MiB.
+ * Bits the engine does not read are reserved and written as zero.
+ */
+static u64 emu_sdma_copy_count(const struct emu_sdma_ctx *x, u32 dw)
+{
+	if (x->gpu && x->gpu->model->gfx_target_version >= 90010)
+		return SDMA_COUNT_30(dw);
+	return SDMA_COUNT_22(dw);
 }
 
 /* COPY_LINEAR: GPU VA to GPU VA. */
@@ -408,7 +424,7 @@ int emu_sdma_exec(struct emu_sdma_ctx *x, const u32 *buf, u32 ndw, u64 va,
 			/* SDMA 4.x: the count field is bytes - 1 */
 			ret = emu_sdma_copy(x, emu_pkt_addr(&buf[i + 5]),
 					    emu_pkt_addr(&buf[i + 3]),
-					    (u64)SDMA_COUNT_22(buf[i + 1]) + 1);
+					    emu_sdma_copy_count(x, buf[i + 1]) + 1);
 			break;
 		case SDMA_OP_WRITE:
 			if (sub != SDMA_SUBOP_WRITE_LINEAR || ndw - i < 4)

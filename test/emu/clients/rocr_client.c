@@ -13,7 +13,8 @@
  *
  * Then AQL queues of the GPU's packet processor: barrier-AND and barrier-OR
  * packets wait for their dependency signals and complete through interrupt
- * signals (a blocked waiter wakes within a second of a 20 s limit), a chain of
+ * signals (a blocked waiter wakes within a second of a 20 s limit), an AMD
+ * barrier-value packet waits for its signal's masked value, a chain of
  * barriers runs in order, and a kernel dispatch, which the emulated GPU cannot
  * execute, reaches the queue's error callback as an illegal instruction
  * instead of leaving its waiter hanging.
@@ -317,6 +318,15 @@ static void check_barriers(struct gpu *g, hsa_queue_t *q)
 	hsa_signal_store_screlease(dep[1], 0);
 	v += wait_done(done);
 	ok(v == 1, "GPU node %u: a barrier-OR waits for either dependency and completes on the second", g->id);
+
+	/* 0x301 & 0xff is 1: not yet; 0x302 & 0xff is 2: the condition holds */
+	hsa_signal_store_screlease(dep[0], 0x301);
+	hsa_signal_store_screlease(done, 1);
+	aql_submit_barrier_value(q, dep[0], 2, 0xff, HSA_SIGNAL_CONDITION_EQ, done);
+	v = hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, SETTLE_NS, HSA_WAIT_STATE_BLOCKED);
+	hsa_signal_store_screlease(dep[0], 0x302);
+	v += wait_done(done);
+	ok(v == 1, "GPU node %u: an AMD barrier-value packet waits until its signal's masked value equals its value", g->id);
 
 	for (int i = 0; i < CHAIN; i++) {
 		hsa_signal_create(1, 0, NULL, &chain[i]);

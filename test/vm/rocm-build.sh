@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Builds our ROCm programs inside a ROCm userland's root (test/vm/rocm-root.sh), with its compiler
+# and against its ROCm: the emulator's ROCm clients (test/emu/clients/rocr_client, hip_client) and
+# the ROCm runtime workload (test/e2e/bin/rocr_workload). Sources are copied to
+# build/vm/rocm-<version>/src/test/{emu/clients,e2e,common} (modification times kept, so make
+# rebuilds only what changed); the programs are run chrooted into that root, which sees the
+# checkout at its own path (test/vm/scenarios/33-rocm-userlands.sh).
+#
+# The checkout is bound into the root at its own path in a mount namespace of this script's own:
+# nothing stays mounted when it ends.
+#
+# Usage: test/vm/rocm-build.sh <version> [<log file>]
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+version=${1:-}
+log=${2:-/dev/stderr}
+die() { echo "rocm-build: $*" >&2; exit 1; }
+
+root=$("$top/test/vm/rocm-root.sh" -q "$version") || die "test/vm/rocm-root.sh $version failed"
+src=$top/build/vm/rocm-$version/src
+mkdir -p "$src/test/emu"
+tar -C "$top/test" -cf - --exclude='*.o' --exclude=bin --exclude=gen-include --exclude='*_client' \
+	emu/clients e2e common | tar -C "$src/test" -xf -
+
+mkdir -p "$root$top"
+unshare --mount --propagation private -- sh -ec '
+	root=$1 top=$2 src=$3
+	mount --bind "$top" "$root$top"
+	mount -t proc proc "$root/proc"
+	chroot "$root" make -C "$src/test/emu/clients" -j2 rocr_client hip_client
+	chroot "$root" make -C "$src/test/e2e" -j2 bin/rocr_workload
+' sh "$root" "$top" "$src" >"$log" 2>&1 || die "the build in the ROCm $version root failed"
+for bin in emu/clients/rocr_client emu/clients/hip_client e2e/bin/rocr_workload; do
+	[ -x "$src/test/$bin" ] || die "no $bin was built"
+done

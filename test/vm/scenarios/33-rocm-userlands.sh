@@ -1,0 +1,127 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# ROCm userlands newer than the guest's own, as Debian ships them (test/vm/rocm-root.sh), run as
+# bare processes chrooted into their root against the emulator on 2xmi210 (trixie guest only):
+# ROCm 6.4.3 (sid). The root sees the guest's /dev (so /dev/kfd and /dev/dri), /proc, /sys and
+# /tmp, and the checkout at its own path, in a mount namespace of each run's own. Our programs are
+# built in that root against its ROCm (test/vm/rocm-build.sh):
+#   - rocminfo lists one agent per emulated GPU;
+#   - rocr_client's host<->VRAM and VRAM<->VRAM copies verify; at 16 MiB each copy is one SDMA
+#     packet on gfx90a for ROCr 6.x, whose count field is wider than 4 MiB;
+#   - hip_client's host API works; HIP 6.4.3's hipMemcpy host->device->host runs on the SDMA
+#     engines and brings every byte back (before it, HIP's code-object load puts ROCr's PM4
+#     cache-invalidation packet on the queue, which must not stop it as a malformed packet);
+#   - the kernel log names only rocr_client's kernel dispatches as AQL errors, and no SDMA queue
+#     faults;
+#   - rocr_workload's first full verification passes.
+# timeout: 600
+. test/vm/lib.sh
+
+[ "${VM_GUEST:-bookworm}" = trixie ] || { echo "ROCm userland roots run in the trixie guest"; exit 77; }
+emu_require test/emu/clients/rocr_client
+
+engines=/sys/kernel/debug/amdgpu_emu/engines
+mib=16
+preset=2xmi210
+cus=104
+tmp=/tmp/33-rocm-userlands
+mkdir -p "$tmp"
+
+# in_root <root> <cmd...>: runs cmd chrooted into root, which sees the guest's /dev, /proc, /sys,
+# /tmp and the checkout, in a mount namespace of its own (nothing stays mounted).
+in_root() {
+	unshare --mount --propagation private -- sh -ec '
+		root=$1 repo=$2
+		shift 2
+		mount --rbind /dev "$root/dev"
+		mount -t proc proc "$root/proc"
+		mount --rbind /sys "$root/sys"
+		mount --bind /tmp "$root/tmp"
+		mkdir -p "$root$repo"
+		mount --bind "$repo" "$root$repo"
+		cd "$repo"
+		exec chroot "$root" sh -c "cd \"\$0\" && exec \"\$@\"" "$repo" "$@"
+	' sh "$@"
+}
+
+dmesg_mark "33-rocm-userlands: begin"
+for version in 6.4; do
+	root=$PWD/build/vm/rocm-$version/root
+	bin=build/vm/rocm-$version/src/test
+	if [ ! -e "$root/.testbed-root" ] || [ ! -x "$bin/emu/clients/rocr_client" ]; then
+		tap_skip "ROCm $version" "its root or programs are not built (test/vm/rocm-build.sh $version)"
+		continue
+	fi
+	rocr=$(sed -n 's/^libhsa-runtime64-1 //p' "$root/.testbed-versions")
+	if ! emu_reload preset="$preset"; then
+		tap_not_ok "ROCm $version: $preset: load"
+		continue
+	fi
+	n=$(grep -c . "$engines")
+	tag="ROCm $version ($rocr): $preset"
+	got=$(in_root "$root" "$PWD" timeout 120 rocminfo 2>&1 | grep -cE '^  Name: +gfx[0-9a-f]+ *$')
+	if [ "$got" = "$n" ]; then
+		tap_ok "$tag: rocminfo lists the $n GPU agents"
+	else
+		tap_not_ok "$tag: rocminfo lists the $n GPU agents" \
+			"it lists $got: $(in_root "$root" "$PWD" timeout 60 rocminfo 2>&1 | tail -n3 | tr '\n' ';')"
+	fi
+
+	dmesg_mark "33-rocm-userlands: $version rocr"
+	before=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+	tap_relay "$tag" in_root "$root" "$PWD" timeout 300 "$bin/emu/clients/rocr_client" --mib "$mib"
+	after=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+	moved=$(paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") |
+		awk -v need=$((2 * mib * 1048576)) 'NF == 2 { if ($2 - $1 < need) bad++ } END { print bad + 0 }')
+	if [ "$moved" = 0 ]; then
+		tap_ok "$tag: every GPU's SDMA engine moved the copies ($before-> $after bytes)"
+	else
+		tap_not_ok "$tag: every GPU's SDMA engine moved the copies" "bytes before: $before; after: $after"
+	fi
+
+	dmesg_mark "33-rocm-userlands: $version hip"
+	if [ -x "$bin/emu/clients/hip_client" ]; then
+		tap_relay "$tag: HIP" in_root "$root" "$PWD" timeout 300 "$bin/emu/clients/hip_client" --cus "$cus"
+	else
+		tap_skip "$tag: HIP's host API" "no hip_client built"
+	fi
+	# Every AQL error the queues reported since the ROCr client began: kernel dispatches only.
+	other=$(dmesg | sed -n "/33-rocm-userlands: $version rocr\$/,\$p" | grep '\[aql\]' |
+		grep -v 'kernel dispatch: shaders are not emulated')
+	if [ -z "$other" ]; then
+		tap_ok "$tag: the only AQL errors are kernel dispatches (no packet the processor rejects)"
+	else
+		tap_not_ok "$tag: the only AQL errors are kernel dispatches (no packet the processor rejects)" \
+			"$(head -n4 <<<"$other")"
+	fi
+
+	if [ -x "$bin/e2e/bin/rocr_workload" ]; then
+		state=$tmp/rocr-$version
+		rm -f "$state" "$state".*
+		in_root "$root" "$PWD" "$bin/e2e/bin/rocr_workload" --state "$state" >"$tmp/rocr-$version.out" 2>&1 &
+		if wait_for "[ -e $state ]" 120; then
+			pid=$(sed -n 's/^READY //p' "$tmp/rocr-$version.out" | head -n1)
+			kill -USR1 "$pid" 2>/dev/null
+			if wait_for "[ -e $state.verify ]" 60 && [ "$(head -n1 "$state.verify")" = "VERIFY OK" ]; then
+				tap_ok "$tag: rocr_workload's first full verification passes"
+			else
+				tap_not_ok "$tag: rocr_workload's first full verification passes" \
+					"$(head -n2 "$state.verify" 2>/dev/null | tr '\n' ';') $(tail -n3 "$tmp/rocr-$version.out" | tr '\n' ';')"
+			fi
+			kill -TERM "$pid" 2>/dev/null
+		else
+			tap_not_ok "$tag: rocr_workload sets up" "$(tail -n3 "$tmp/rocr-$version.out" | tr '\n' ';')"
+		fi
+		wait
+	fi
+	emu_unload || tap_not_ok "$tag: unload after the runtime"
+done
+
+tap_dmesg_clean "33-rocm-userlands: begin"
+if dmesg | sed -n '/33-rocm-userlands: begin$/,$p' | grep -q '\[sdma\]'; then
+	tap_not_ok "no SDMA queue faulted" "$(dmesg | grep '\[sdma\]' | head -n3)"
+else
+	tap_ok "no SDMA queue faulted"
+fi
+tap_done
