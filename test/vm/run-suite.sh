@@ -10,6 +10,7 @@
 #
 # Environment:
 #   VM_SCENARIOS='01-* 03-*'  run only the scenarios whose names match one of these patterns
+#   VM_SCENARIOS_EXCLUDE='…'  and none whose name matches one of these
 #   VM_MEM=MB                 guest memory (default 3072)
 #   VM_SCENARIO_DIRS='...'    where scenarios are (default: test/vm/scenarios test/e2e/scenarios)
 #   E2E_CYCLES=N              checkpoint cycles of the soak scenario e2e/32 (default 10)
@@ -96,6 +97,12 @@ for dir in ${VM_SCENARIO_DIRS:-test/vm/scenarios test/e2e/scenarios}; do
 			done
 			[ "$match" -eq 1 ] || continue
 		fi
+		skip=0
+		for pattern in ${VM_SCENARIOS_EXCLUDE:-}; do
+			# shellcheck disable=SC2053 # the pattern is a glob on purpose
+			[[ $name == $pattern || $s == $pattern ]] && skip=1
+		done
+		[ "$skip" -eq 0 ] || continue
 		scenarios+=("$s")
 		names+=("$name")
 	done
