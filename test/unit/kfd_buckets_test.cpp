@@ -68,18 +68,30 @@ TEST(DeviceBuckets, UserIdsAreDistinctWhateverTheMap)
 	EXPECT_EQ(actual_user(buckets)[4], (std::pair<uint32_t, uint32_t> { 0x14, 0x10 }));
 }
 
+// A kfd image holding one BO (0x2000 bytes at 0x1000 on GPU 0x1111) with the given flags.
+struct OneBoImage {
+	KfdBoEntry bo = KFD_BO_ENTRY__INIT;
+	KfdBoEntry *entries[1] = { &bo };
+	CriuKfd msg = CRIU_KFD__INIT;
+
+	explicit OneBoImage(uint32_t alloc_flags)
+	{
+		bo.addr = 0x1000;
+		bo.size = 0x2000;
+		bo.gpu_id = 0x1111;
+		bo.alloc_flags = alloc_flags;
+		msg.n_bo_entries = 1;
+		msg.bo_entries = entries;
+	}
+	OneBoImage(const OneBoImage &) = delete;
+	OneBoImage &operator=(const OneBoImage &) = delete;
+};
+
 TEST(BoBuckets, CopyTheImagesBosAndRefuseOnesOfAGpuTheMapLacks)
 {
-	KfdBoEntry bo = KFD_BO_ENTRY__INIT;
-	bo.addr = 0x1000;
-	bo.size = 0x2000;
-	bo.offset = 0x30;
-	bo.gpu_id = 0x1111;
-	bo.alloc_flags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM;
-	KfdBoEntry *entries[] = { &bo };
-	CriuKfd msg = CRIU_KFD__INIT;
-	msg.n_bo_entries = 1;
-	msg.bo_entries = entries;
+	OneBoImage image(KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+	image.bo.offset = 0x30;
+	const CriuKfd &msg = image.msg;
 
 	const auto bos = bo_buckets(msg, { { 0x1111, 0x2000 } }, "amdgpu-kfd-1.img");
 	ASSERT_EQ(bos.size(), 1u);
@@ -104,19 +116,12 @@ TEST(BoBuckets, NewerKernelsAllocationFlagsReachRestoreUnchanged)
 {
 	constexpr uint32_t kExtCoherent = 1u << 24;
 	constexpr uint32_t kContiguous = 1u << 23;
-	KfdBoEntry bo = KFD_BO_ENTRY__INIT;
-	bo.addr = 0x1000;
-	bo.size = 0x2000;
-	bo.gpu_id = 0x1111;
-	bo.alloc_flags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | kExtCoherent | kContiguous;
-	KfdBoEntry *entries[] = { &bo };
-	CriuKfd msg = CRIU_KFD__INIT;
-	msg.n_bo_entries = 1;
-	msg.bo_entries = entries;
+	const OneBoImage image(KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | kExtCoherent |
+			       kContiguous);
 
-	const auto bos = bo_buckets(msg, { { 0x1111, 0x2000 } }, "amdgpu-kfd-1.img");
+	const auto bos = bo_buckets(image.msg, { { 0x1111, 0x2000 } }, "amdgpu-kfd-1.img");
 	ASSERT_EQ(bos.size(), 1u);
-	EXPECT_EQ(bos[0].alloc_flags, bo.alloc_flags);
+	EXPECT_EQ(bos[0].alloc_flags, image.bo.alloc_flags);
 }
 
 } // namespace

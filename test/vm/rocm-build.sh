@@ -18,6 +18,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 version=${1:-}
 log=${2:-/dev/stderr}
 die() { echo "rocm-build: $*" >&2; exit 1; }
+# shellcheck source=test/vm/root-lib.sh
+. "$top/test/vm/root-lib.sh"
 
 root=$("$top/test/vm/rocm-root.sh" -q "$version") || die "test/vm/rocm-root.sh $version failed"
 src=$top/build/vm/rocm-$version/src
@@ -25,14 +27,10 @@ mkdir -p "$src/test/emu"
 tar -C "$top/test" -cf - --exclude='*.o' --exclude=bin --exclude=gen-include --exclude='*_client' \
 	emu/clients e2e common | tar -C "$src/test" -xf -
 
-mkdir -p "$root$top"
-unshare --mount --propagation private -- sh -ec '
-	root=$1 top=$2 src=$3
-	mount --bind "$top" "$root$top"
-	mount -t proc proc "$root/proc"
-	chroot "$root" make -C "$src/test/emu/clients" -j2 rocr_client hip_client
-	chroot "$root" make -C "$src/test/e2e" -j2 bin/rocr_workload
-' sh "$root" "$top" "$src" >"$log" 2>&1 || die "the build in the ROCm $version root failed"
+{
+	root_run "$root" make -C "$src/test/emu/clients" -j2 rocr_client hip_client &&
+		root_run "$root" make -C "$src/test/e2e" -j2 bin/rocr_workload
+} >"$log" 2>&1 || die "the build in the ROCm $version root failed"
 for bin in emu/clients/rocr_client emu/clients/hip_client e2e/bin/rocr_workload; do
 	[ -x "$src/test/$bin" ] || die "no $bin was built"
 done

@@ -27,6 +27,8 @@ version=${1:-}
 
 say() { [ "$quiet" -eq 1 ] || echo "rocm-root: $*" >&2; }
 die() { echo "rocm-root: $*" >&2; exit 1; }
+# shellcheck source=test/vm/root-lib.sh
+. "$top/test/vm/root-lib.sh"
 
 case "$version" in
 6.4)
@@ -40,9 +42,7 @@ esac
 packages+=(gcc make libc6-dev libdrm-dev)
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (mmdebstrap --mode=root)"
-command -v mmdebstrap >/dev/null || die "mmdebstrap is missing; run scripts/install-deps.sh"
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-[ -r "$keyring" ] || die "no Debian archive keyring at $keyring"
+root_keyring
 
 out=$top/build/vm/rocm-$version
 root=$out/root
@@ -56,41 +56,18 @@ if [ -e "$root/.testbed-root" ] && [ "$(cat "$root/.testbed-root")" = "$stamp" ]
 	exit 0
 fi
 
-mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)\/*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
-[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /debian\/?$/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
-[ -n "$mirror" ] || die "cannot find the Debian mirror in the machine's apt sources"
-case "$suite" in
-sid | experimental) valid="check-valid-until=no " ;;
-*) valid= ;;
-esac
-
-# A root is only ever removed with nothing mounted inside it (an interrupted chroot build or
-# scenario could leave the checkout or /proc bound there).
-remove_root() {
-	if findmnt -rn -o TARGET | grep -q "^$1\(/\|$\)"; then
-		die "something is still mounted under $1: not removing it (findmnt | grep $1)"
-	fi
-	rm -rf "$1"
-}
-
+root_mirror
 say "building the root: ROCm $version from Debian $suite (mmdebstrap; a few minutes)"
-remove_root "$root.tmp"
-mmdebstrap --mode=root --variant=minbase --quiet \
-	--include="$(
-		IFS=,
-		echo "${packages[*]}"
-	)" \
-	--aptopt='APT::Install-Recommends "false"' \
-	--customize-hook='rm -f "$1"/etc/machine-id' \
-	"$suite" "$root.tmp" \
-	"deb [signed-by=$keyring ${valid}] $mirror $suite main" >"$out/mmdebstrap.log" 2>&1 ||
-	{ tail -n 30 "$out/mmdebstrap.log" >&2; die "mmdebstrap failed (log: ${out#"$top"/}/mmdebstrap.log)"; }
+root_debootstrap "$suite" "$root.tmp" "$out/mmdebstrap.log" "$(
+	IFS=,
+	echo "${packages[*]}"
+)" "deb [signed-by=$KEYRING $(root_valid_until "$suite")] $MIRROR $suite main"
 
 # What the root holds, for the record and the scenario's messages.
 chroot "$root.tmp" dpkg-query -W -f '${Package} ${Version}\n' "${packages[@]}" >"$root.tmp/.testbed-versions" ||
 	die "the root lacks one of: ${packages[*]}"
 echo "$stamp" >"$root.tmp/.testbed-root"
-remove_root "$root"
+root_remove "$root"
 mv "$root.tmp" "$root"
 say "ready: $root"
 echo "$root"

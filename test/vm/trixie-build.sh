@@ -17,6 +17,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 log=${1:-/dev/stderr}
 die() { echo "trixie-build: $*" >&2; exit 1; }
+# shellcheck source=test/vm/root-lib.sh
+. "$top/test/vm/root-lib.sh"
 
 root=$("$top/test/vm/trixie-root.sh" -q) || die "test/vm/trixie-root.sh failed"
 abi=$(cut -d' ' -f1 "$root/.testbed-root")
@@ -26,12 +28,8 @@ tar -C "$top/test" -cf - --exclude='*.o' --exclude='*.ko' --exclude='*.mod*' --e
 	--exclude=Module.symvers --exclude=modules.order --exclude=bin --exclude=gen-include \
 	--exclude=kfd_ioctl_test --exclude='*_client' emu e2e common | tar -C "$src/test" -xf -
 
-mkdir -p "$root$top"
-unshare --mount --propagation private -- sh -ec '
-	root=$1 top=$2 src=$3 abi=$4
-	mount --bind "$top" "$root$top"
-	mount -t proc proc "$root/proc"
-	chroot "$root" make -C "$src/test/emu" -j2 KDIR="/usr/src/linux-headers-$abi"
-	chroot "$root" make -C "$src/test/e2e" -j2
-' sh "$root" "$top" "$src" "$abi" >"$log" 2>&1 || die "the build in the trixie root failed"
+{
+	root_run "$root" make -C "$src/test/emu" -j2 KDIR="/usr/src/linux-headers-$abi" &&
+		root_run "$root" make -C "$src/test/e2e" -j2
+} >"$log" 2>&1 || die "the build in the trixie root failed"
 [ -e "$src/test/emu/amdgpu.ko" ] || die "no amdgpu.ko was built"

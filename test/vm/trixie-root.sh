@@ -33,11 +33,12 @@ quiet=0
 
 say() { [ "$quiet" -eq 1 ] || echo "trixie-root: $*" >&2; }
 die() { echo "trixie-root: $*" >&2; exit 1; }
+# shellcheck source=test/vm/root-lib.sh
+. "$top/test/vm/root-lib.sh"
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (mmdebstrap --mode=root, chroot)"
-command -v mmdebstrap >/dev/null || die "mmdebstrap is missing; run scripts/install-deps.sh"
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-[ -r "$keyring" ] || die "no Debian archive keyring at $keyring"
+root_keyring
+keyring=$KEYRING
 
 # The packages of the root. The kernel's own packages are added below, by ABI.
 packages=(
@@ -58,9 +59,8 @@ mkdir -p "$out"
 exec 9>"$out/.lock"
 flock 9
 
-mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)\/*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
-[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /debian\/?$/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
-[ -n "$mirror" ] || die "cannot find the Debian mirror in the machine's apt sources"
+root_mirror
+mirror=$MIRROR
 
 # apt on the host with our own lists: resolves the kernel ABI and downloads what is unpacked
 # rather than installed (the kernel, criu 4.3 and its newer libraries).
@@ -103,28 +103,11 @@ download() {
 	done
 }
 
-# A root is only ever removed with nothing mounted inside it (an interrupted chroot build could
-# leave the checkout or /proc bound there).
-remove_root() {
-	if findmnt -rn -o TARGET | grep -q "^$1\(/\|$\)"; then
-		die "something is still mounted under $1: not removing it (findmnt | grep $1)"
-	fi
-	rm -rf "$1"
-}
-
 say "building the root: trixie + kernel $abi (mmdebstrap; a few minutes)"
-remove_root "$root.tmp"
-mmdebstrap --mode=root --variant=minbase --quiet \
-	--include="$(
-		IFS=,
-		echo "${packages[*]}"
-	)" \
-	--aptopt='APT::Install-Recommends "false"' \
-	--customize-hook='rm -f "$1"/etc/machine-id' \
-	trixie "$root.tmp" \
-	"deb [signed-by=$keyring] $mirror trixie main" \
-	"deb [signed-by=$keyring] $mirror trixie-backports main" >"$out/mmdebstrap.log" 2>&1 ||
-	{ tail -n 30 "$out/mmdebstrap.log" >&2; die "mmdebstrap failed (log: ${out#"$top"/}/mmdebstrap.log)"; }
+root_debootstrap trixie "$root.tmp" "$out/mmdebstrap.log" "$(
+	IFS=,
+	echo "${packages[*]}"
+)" "deb [signed-by=$keyring] $mirror trixie main" "deb [signed-by=$keyring] $mirror trixie-backports main"
 
 # The kernel, unpacked: image, modules and what they split into.
 say "unpacking kernel $abi"
@@ -155,7 +138,7 @@ chroot "$root.tmp" /opt/criu-4.3/criu --version | grep -q '^Version: 4\.3' ||
 	die "criu 4.3 does not run in the root: $(chroot "$root.tmp" /opt/criu-4.3/criu --version 2>&1 | head -n3)"
 
 echo "$stamp" >"$root.tmp/.testbed-root"
-remove_root "$root"
+root_remove "$root"
 mv "$root.tmp" "$root"
 say "ready: $root"
 echo "$root"
