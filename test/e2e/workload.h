@@ -54,6 +54,7 @@ struct wl_gpu_node {
 	unsigned int render_minor;
 	uint32_t simd_count, simd_per_cu, array_count, simd_arrays_per_engine;
 	uint32_t gfx_target_version;
+	uint32_t location_id, domain; /* PCI address: bus << 8 | device << 3 | function, and domain */
 };
 
 #define WL_TOPOLOGY "/sys/class/kfd/kfd/topology/nodes"

@@ -263,6 +263,8 @@ int wl_gpu_nodes(struct wl_gpu_node *out, unsigned int max, unsigned int *n_node
 		g->array_count = (uint32_t)prop_value(buf, "array_count");
 		g->simd_arrays_per_engine = (uint32_t)prop_value(buf, "simd_arrays_per_engine");
 		g->gfx_target_version = (uint32_t)prop_value(buf, "gfx_target_version");
+		g->location_id = (uint32_t)prop_value(buf, "location_id");
+		g->domain = (uint32_t)prop_value(buf, "domain");
 		n_gpus++;
 	}
 	return (int)n_gpus;
@@ -406,9 +408,13 @@ void wl_fail(struct wl_report *r, const char *fmt, ...)
 
 /* ---- guarded reads ----------------------------------------------------------- */
 
-static sigjmp_buf guard_env;
-static volatile sig_atomic_t guard_active;
-static volatile sig_atomic_t guard_signal;
+/*
+ * Per thread: a fault is delivered to the thread that made it, and the
+ * workloads with copy threads (rocr, hip) check bytes in several at once.
+ */
+static __thread sigjmp_buf guard_env;
+static __thread volatile sig_atomic_t guard_active;
+static __thread volatile sig_atomic_t guard_signal;
 
 static void guard_handler(int sig)
 {

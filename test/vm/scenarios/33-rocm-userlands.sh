@@ -14,9 +14,16 @@
 #     cache-invalidation packet on the queue, which must not stop it as a malformed packet);
 #   - the kernel log names only rocr_client's kernel dispatches as AQL errors, and no SDMA queue
 #     faults;
-#   - rocr_workload's first full verification passes.
+#   - rocr_workload's first full verification passes;
+#   - hip_workload (HIP's host API: hipMalloc'd buffers filled and read back with hipMemcpy, a
+#     hipHostMalloc'd buffer, a thread per GPU doing host->device->host round trips on a stream of
+#     its own) sets up with --vram-mb 2, its first full verification and a heartbeat check pass
+#     (the time each takes is printed), it ends cleanly on SIGTERM, its copies ran on each GPU's
+#     SDMA engine, and the kernel log has no AQL error from it (it runs no kernel).
 # timeout: 600
 . test/vm/lib.sh
+# shellcheck source=test/e2e/lib/workloads.sh
+. test/e2e/lib/workloads.sh
 
 [ "${VM_GUEST:-bookworm}" = trixie ] || { echo "ROCm userland roots run in the trixie guest"; exit 77; }
 emu_require test/emu/clients/rocr_client
@@ -25,6 +32,7 @@ engines=/sys/kernel/debug/amdgpu_emu/engines
 mib=16
 preset=2xmi210
 cus=104
+hip_mib=2
 tmp=/tmp/33-rocm-userlands
 mkdir -p "$tmp"
 
@@ -43,6 +51,25 @@ in_root() {
 		cd "$repo"
 		exec chroot "$root" sh -c "cd \"\$0\" && exec \"\$@\"" "$repo" "$@"
 	' sh "$@"
+}
+
+# root_workload <version> <w> [options...]: test/e2e's <w>_workload as built in the ROCm root,
+# chrooted into it in the background (root_pid); waits up to 120 s for its READY line. Sets pid and
+# state ($tmp/<w>-<version>, its output in $state.out); false if it never got ready.
+root_workload() {
+	local version=$1 w=$2
+	shift 2
+	state=$tmp/$w-$version
+	rm -f "$state" "$state".*
+	in_root "$root" "$PWD" "$bin/e2e/bin/${w}_workload" --state "$state" "$@" >"$state.out" 2>&1 &
+	root_pid=$!
+	wait_for "grep -q '^READY [0-9]*\$' '$state.out' || ! kill -0 $root_pid 2>/dev/null" 120 &&
+		pid=$(sed -n 's/^READY //p' "$state.out" | head -n1) && [ -n "$pid" ]
+}
+
+# secs <microseconds>: the same in seconds, to the millisecond
+secs() {
+	printf '%d.%03d' $(($1 / 1000000)) $(($1 / 1000 % 1000))
 }
 
 dmesg_mark "33-rocm-userlands: begin"
@@ -97,23 +124,61 @@ for version in 6.4; do
 	fi
 
 	if [ -x "$bin/e2e/bin/rocr_workload" ]; then
-		state=$tmp/rocr-$version
-		rm -f "$state" "$state".*
-		in_root "$root" "$PWD" "$bin/e2e/bin/rocr_workload" --state "$state" >"$tmp/rocr-$version.out" 2>&1 &
-		if wait_for "[ -e $state ]" 120; then
-			pid=$(sed -n 's/^READY //p' "$tmp/rocr-$version.out" | head -n1)
-			kill -USR1 "$pid" 2>/dev/null
-			if wait_for "[ -e $state.verify ]" 60 && [ "$(head -n1 "$state.verify")" = "VERIFY OK" ]; then
+		if root_workload "$version" rocr; then
+			if [ "$(wl_ask "$pid" "$state" verify 60)" = "VERIFY OK" ]; then
 				tap_ok "$tag: rocr_workload's first full verification passes"
 			else
 				tap_not_ok "$tag: rocr_workload's first full verification passes" \
-					"$(head -n2 "$state.verify" 2>/dev/null | tr '\n' ';') $(tail -n3 "$tmp/rocr-$version.out" | tr '\n' ';')"
+					"$(head -n2 "$state.verify" 2>/dev/null | tr '\n' ';') $(tail -n3 "$state.out" | tr '\n' ';')"
 			fi
 			kill -TERM "$pid" 2>/dev/null
 		else
-			tap_not_ok "$tag: rocr_workload sets up" "$(tail -n3 "$tmp/rocr-$version.out" | tr '\n' ';')"
+			tap_not_ok "$tag: rocr_workload sets up" "$(tail -n3 "$state.out" | tr '\n' ';')"
+			pkill -KILL -f -- "--state $state"
 		fi
 		wait
+	fi
+
+	if [ -x "$bin/e2e/bin/hip_workload" ]; then
+		dmesg_mark "33-rocm-userlands: $version hip_workload"
+		before=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+		t0=${EPOCHREALTIME/./}
+		if root_workload "$version" hip --vram-mb "$hip_mib"; then
+			t1=${EPOCHREALTIME/./}
+			tap_verify "$tag: hip_workload's first full verification passes" "$pid" "$state" 60
+			t2=${EPOCHREALTIME/./}
+			tap_heartbeat "$tag: hip_workload's round trips run on (heartbeat)" "$pid" "$state" 60
+			log "hip_workload --vram-mb $hip_mib: ready in $(secs $((t1 - t0))) s (its own count: $(
+				sed -n 's/^# set up //p' "$state.out")), first verification in $(secs $((t2 - t1))) s"
+			kill -TERM "$pid" 2>/dev/null
+			if wait_for "! kill -0 $pid 2>/dev/null" 30 && wait "$root_pid" && grep -qx EXIT "$state.out"; then
+				tap_ok "$tag: hip_workload frees everything and exits 0 on SIGTERM"
+			else
+				tap_not_ok "$tag: hip_workload frees everything and exits 0 on SIGTERM" \
+					"$(ps -o pid=,stat=,args= -p "$pid") $(tail -n3 "$state.out" | tr '\n' ';')"
+				kill -KILL "$pid" 2>/dev/null
+			fi
+		else
+			tap_not_ok "$tag: hip_workload sets up" "$(tail -n3 "$state.out" | tr '\n' ';')"
+			pkill -KILL -f -- "--state $state"
+		fi
+		wait
+		after=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+		# its set-up fill and the verification's read-back alone are twice its VRAM per GPU
+		moved=$(paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") |
+			awk -v need=$((2 * hip_mib * 1048576)) 'NF == 2 { if ($2 - $1 < need) bad++ } END { print bad + 0 }')
+		if [ "$moved" = 0 ]; then
+			tap_ok "$tag: hip_workload's copies ran on every GPU's SDMA engine ($before-> $after bytes)"
+		else
+			tap_not_ok "$tag: hip_workload's copies ran on every GPU's SDMA engine" \
+				"bytes before: $before; after: $after"
+		fi
+		aql=$(dmesg | sed -n "/33-rocm-userlands: $version hip_workload\$/,\$p" | grep '\[aql\]')
+		if [ -z "$aql" ]; then
+			tap_ok "$tag: the kernel log has no AQL error from hip_workload"
+		else
+			tap_not_ok "$tag: the kernel log has no AQL error from hip_workload" "$(head -n4 <<<"$aql")"
+		fi
 	fi
 	emu_unload || tap_not_ok "$tag: unload after the runtime"
 done
