@@ -11,6 +11,9 @@
 #
 # Versions:
 #   6.4    Debian sid: ROCr and HIP 6.4.3 (rocminfo is sid's, which runs on ROCr >= 6.4.3)
+#   7.2    Debian experimental over sid: ROCr, HIP and comgr 7.2.4 (rocminfo 7.2.4 is sid's). Only
+#          the ROCm source packages below are pinned to experimental (apt preferences in the root,
+#          /etc/apt/preferences.d/rocm); everything else, libc and the compiler too, is sid's.
 #
 # Cached: a second run only checks the stamp (the version, the package list, this script), so it
 # costs a second. apt runs with a sources list of our own; Debian's sid Release file can be past its
@@ -35,8 +38,15 @@ case "$version" in
 	suite=sid
 	# HIP 6.x's runtime library is libamdhip64-6; its -dev brings the headers and comgr's.
 	packages=(libhsa-runtime64-1 libamdhip64-6 rocminfo libhsa-runtime-dev libamdhip64-dev)
+	pinned=()
 	;;
-*) die "unknown ROCm version '$version' (6.4)" ;;
+7.2)
+	suite=sid
+	# HIP 7.x's runtime library is libamdhip64-7; it needs comgr 7.2 (rocm-llvm), which sid lacks.
+	packages=(libhsa-runtime64-1 libamdhip64-7 rocminfo libhsa-runtime-dev libamdhip64-dev)
+	pinned=(rocr-runtime rocm-hipamd rocm-llvm rocm-core rocprofiler-register)
+	;;
+*) die "unknown ROCm version '$version' (6.4, 7.2)" ;;
 esac
 # Building the clients and workloads in the root (test/vm/rocm-build.sh).
 packages+=(gcc make libc6-dev libdrm-dev)
@@ -50,18 +60,26 @@ mkdir -p "$out"
 exec 9>"$out/.lock"
 flock 9
 
-stamp="$version $suite ${packages[*]} $(sha256sum "$0" | cut -c1-16)"
+stamp="$version $suite ${packages[*]} ${pinned[*]} $(sha256sum "$0" | cut -c1-16)"
 if [ -e "$root/.testbed-root" ] && [ "$(cat "$root/.testbed-root")" = "$stamp" ]; then
 	echo "$root"
 	exit 0
 fi
 
 root_mirror
-say "building the root: ROCm $version from Debian $suite (mmdebstrap; a few minutes)"
+sources=("deb [signed-by=$KEYRING $(root_valid_until "$suite")] $MIRROR $suite main")
+if [ "${#pinned[@]}" -gt 0 ]; then
+	# Experimental's packages are never chosen by default (its Release says NotAutomatic); the
+	# ROCm ones we want are pinned above sid's, by source package, before apt resolves anything.
+	sources+=("deb [signed-by=$KEYRING $(root_valid_until experimental)] $MIRROR experimental main")
+	printf 'Package: %s\nPin: release a=experimental\nPin-Priority: 990\n' "${pinned[*]/#/src:}" >"$out/rocm.pref"
+	sources+=("--setup-hook=mkdir -p \"\$1/etc/apt/preferences.d\" && cp '$out/rocm.pref' \"\$1/etc/apt/preferences.d/rocm\"")
+fi
+say "building the root: ROCm $version from Debian $suite${pinned:+ and experimental} (mmdebstrap; a few minutes)"
 root_debootstrap "$suite" "$root.tmp" "$out/mmdebstrap.log" "$(
 	IFS=,
 	echo "${packages[*]}"
-)" "deb [signed-by=$KEYRING $(root_valid_until "$suite")] $MIRROR $suite main"
+)" "${sources[@]}"
 
 # What the root holds, for the record and the scenario's messages.
 chroot "$root.tmp" dpkg-query -W -f '${Package} ${Version}\n' "${packages[@]}" >"$root.tmp/.testbed-versions" ||

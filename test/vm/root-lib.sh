@@ -8,7 +8,7 @@
 #   root_mirror                     sets MIRROR: the Debian mirror of the machine's apt sources
 #   root_keyring                    sets KEYRING: the archive keyring every suite is checked against
 #   root_remove <dir>               rm -rf, refused while anything is mounted under <dir>
-#   root_debootstrap <suite> <dir> <log> <packages, comma-separated> <sources line...>
+#   root_debootstrap <suite> <dir> <log> <packages, comma-separated> <sources line or option...>
 #                                   mmdebstrap a minbase root, no recommends, no machine-id
 #   root_run <root> <command...>    the command chrooted into <root>, in a mount namespace of its
 #                                   own where this checkout is bound into <root> at its own path and

@@ -147,12 +147,14 @@ if [ "$VM_GUEST" = trixie ]; then
 		show "test/vm/trixie-build.sh" "$run/emu-build.log" 30
 	fi
 	# ROCm userlands of their own (scenario 33), with our ROCm programs built in each.
-	if test/vm/rocm-build.sh 6.4 "$run/rocm-6.4-build.log"; then
-		result PASS "ROCm 6.4 root and programs: build"
-	else
-		result FAIL "ROCm 6.4 root and programs: build" "test/vm/rocm-build.sh 6.4 failed"
-		show "test/vm/rocm-build.sh 6.4" "$run/rocm-6.4-build.log" 30
-	fi
+	for version in 6.4 7.2; do
+		if test/vm/rocm-build.sh "$version" "$run/rocm-$version-build.log"; then
+			result PASS "ROCm $version root and programs: build"
+		else
+			result FAIL "ROCm $version root and programs: build" "test/vm/rocm-build.sh $version failed"
+			show "test/vm/rocm-build.sh $version" "$run/rocm-$version-build.log" 30
+		fi
+	done
 elif [ ! -e test/emu/Makefile ]; then
 	result FAIL "emulator" "not built: test/emu/Makefile does not exist yet"
 elif make -C test/emu >"$run/emu-build.log" 2>&1; then
