@@ -1,30 +1,46 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * hip_workload: a GPU process written against HIP's host API (libamdhip64,
- * built against ROCm 6.4.3), with copies always in flight.
+ * built against ROCm 6.4.3 or 7.2.4), with copies always in flight.
  *
  * Only what runs without a shader: device enumeration, hipMalloc,
- * hipHostMalloc, streams and host<->device copies, which HIP 6.x moves on the
- * SDMA engines.  No kernels, no hipMemset, and no device->device copy (HIP
- * may run those as a blit kernel): the emulated GPU executes no shader code.
+ * hipHostMalloc, streams and host<->device copies, which HIP 6.x and 7.x move
+ * on the SDMA engines.  No kernels, no hipMemset, and no device->device copy
+ * (HIP may run those as a blit kernel): the emulated GPU executes no shader
+ * code.
+ *
+ * Every copy goes on one of two streams per GPU, one per direction, never on
+ * the null stream: the upload stream takes every host->device copy, the
+ * readback stream every device->host one.  HIP 7.2 ties a stream to one SDMA
+ * engine when the stream makes its first copy; a stream that began with a
+ * host->device copy gets SDMA0, and on gfx90a ROCr does not let SDMA0 copy
+ * device->host.  HIP then moves that copy with its copy kernel
+ * (__amd_rocclr_copyBuffer) instead: on a real MI210 the kernel runs, here no
+ * shader does and the copy fails (hipErrorLaunchFailure).  A stream whose
+ * copies all go one way keeps an engine that may move them.  Applications
+ * that overlap uploads with read-backs keep a copy stream per direction
+ * anyway, so that each direction has an engine of its own and the two run
+ * side by side.
  *
  * Per GPU (the first --gpus of the topology's GPU nodes; each HIP device is
  * found by the PCI address its node reports):
  *
  *   content buffers   hipMalloc, --vram-mb split by --bo-mb, filled with the
- *                     pattern through hipMemcpy host->device
+ *                     pattern through host->device copies
  *   pinned buffer     hipHostMalloc, PINNED_BYTES of the pattern
- *   a stream          non-blocking, and a thread that does round trips on it:
- *                     host->device->host (hipMemcpyAsync twice,
- *                     hipStreamSynchronize), ROUND_MIN..ROUND_MAX bytes, the
- *                     pattern of the round's number, every byte checked
+ *   two streams       non-blocking: upload and readback
+ *   a thread          round trips host->device on the upload stream, then,
+ *                     once that stream is synchronised, device->host on the
+ *                     readback stream (hipMemcpyAsync, hipStreamSynchronize),
+ *                     ROUND_MIN..ROUND_MAX bytes, the pattern of the round's
+ *                     number, every byte checked
  *
  * The threads run on across a checkpoint: criu freezes and restores the
  * whole process, and a round that was in flight must complete afterwards.
  *
  * The contract with the scenarios is the other workloads' (test/e2e/README.md):
- * READY, SIGUSR1 -> <state>.verify (every content buffer read back with
- * hipMemcpy device->host and every byte compared, the pinned buffer's bytes,
+ * READY, SIGUSR1 -> <state>.verify (every content buffer read back
+ * device->host and every byte compared, the pinned buffer's bytes,
  * no failed round, hipGetDeviceCount unchanged, then the heartbeat), SIGUSR2
  * -> <state>.heartbeat (each GPU completes two rounds within --hb-timeout-ms).
  */
@@ -58,7 +74,8 @@ struct gpu {
 	char pci[32]; /* as HIP reports it: hipDeviceGetPCIBusId */
 	char arch[256];
 	char name[256];
-	hipStream_t stream;
+	hipStream_t upload;   /* every host->device copy */
+	hipStream_t readback; /* every device->host copy */
 
 	unsigned int n_bufs, first_bo; /* content buffers: pattern numbers first_bo.. */
 	void **bufs;
@@ -129,7 +146,27 @@ static uint64_t round_seed(const struct workload *w, uint64_t round)
 	return w->seed ^ (round + 1) * 0x9e3779b97f4a7c15ULL;
 }
 
-/* One round trip host->device->host on the GPU's stream; false if a HIP call failed. */
+/* A host->device copy on the GPU's upload stream, complete when it returns. */
+static hipError_t upload(struct gpu *g, void *dev, const void *host, uint64_t bytes)
+{
+	hipError_t e = hipMemcpyAsync(dev, host, bytes, hipMemcpyHostToDevice, g->upload);
+
+	return e == hipSuccess ? hipStreamSynchronize(g->upload) : e;
+}
+
+/* A device->host copy on the GPU's readback stream, complete when it returns. */
+static hipError_t readback(struct gpu *g, void *host, const void *dev, uint64_t bytes)
+{
+	hipError_t e = hipMemcpyAsync(host, dev, bytes, hipMemcpyDeviceToHost, g->readback);
+
+	return e == hipSuccess ? hipStreamSynchronize(g->readback) : e;
+}
+
+/*
+ * One round trip host->device->host; false if a HIP call failed.  The upload
+ * stream is synchronised before the read-back is queued on the other stream:
+ * nothing else orders the two.
+ */
 static bool round_trip(struct workload *w, struct gpu *g, uint64_t round)
 {
 	const uint64_t bytes = round_bytes(round), seed = round_seed(w, round);
@@ -141,21 +178,26 @@ static bool round_trip(struct workload *w, struct gpu *g, uint64_t round)
 	atomic_store(&g->doing, "filling the source");
 	wl_fill(g->round_src, bytes, seed, ROUND_BO(g->index));
 	memset(g->round_back, 0, bytes);
-	atomic_store(&g->doing, "hipMemcpyAsync host->device");
-	e = hipMemcpyAsync(g->round_dev, g->round_src, bytes, hipMemcpyHostToDevice, g->stream);
+	atomic_store(&g->doing, "hipMemcpyAsync host->device on the upload stream");
+	e = hipMemcpyAsync(g->round_dev, g->round_src, bytes, hipMemcpyHostToDevice, g->upload);
 	if (e == hipSuccess) {
-		atomic_store(&g->doing, "hipMemcpyAsync device->host");
-		e = hipMemcpyAsync(g->round_back, g->round_dev, bytes, hipMemcpyDeviceToHost, g->stream);
+		atomic_store(&g->doing, "hipStreamSynchronize of the upload stream");
+		e = hipStreamSynchronize(g->upload);
 	}
 	if (e == hipSuccess) {
-		atomic_store(&g->doing, "hipStreamSynchronize");
-		e = hipStreamSynchronize(g->stream);
+		atomic_store(&g->doing, "hipMemcpyAsync device->host on the readback stream");
+		e = hipMemcpyAsync(g->round_back, g->round_dev, bytes, hipMemcpyDeviceToHost, g->readback);
+	}
+	if (e == hipSuccess) {
+		atomic_store(&g->doing, "hipStreamSynchronize of the readback stream");
+		e = hipStreamSynchronize(g->readback);
 	}
 	if (e != hipSuccess) {
 		round_fail(g, "%s round %" PRIu64 " (0x%" PRIx64 " bytes): %s: %s", gpu_name(g, name, sizeof(name)),
 			   round, bytes, atomic_load(&g->doing), hipGetErrorString(e));
 		/* a copy that was queued must not see the next round's bytes */
-		hipStreamSynchronize(g->stream);
+		hipStreamSynchronize(g->upload);
+		hipStreamSynchronize(g->readback);
 		return false;
 	}
 	atomic_store(&g->doing, "checking the bytes back");
@@ -221,9 +263,10 @@ static void verify(void *ctx, struct wl_report *r)
 				 g->first_bo + b, g->bufs[b], g->sizes[b]);
 			/* a copy that moves nothing must not find the pattern waiting */
 			memset(w->scratch, 0, g->sizes[b]);
-			e = hipMemcpy(w->scratch, g->bufs[b], g->sizes[b], hipMemcpyDeviceToHost);
+			e = readback(g, w->scratch, g->bufs[b], g->sizes[b]);
 			if (e != hipSuccess) {
-				wl_fail(r, "%s: hipMemcpy device->host: %s", what, hipGetErrorString(e));
+				wl_fail(r, "%s: hipMemcpyAsync device->host on the readback stream: %s", what,
+					hipGetErrorString(e));
 				continue;
 			}
 			wl_check_pattern(r, what, w->scratch, g->sizes[b], w->seed, g->first_bo + b);
@@ -297,15 +340,17 @@ static void teardown(void *ctx)
 			clock_gettime(CLOCK_REALTIME, &until);
 			until.tv_sec += JOIN_SECONDS;
 			if (pthread_timedjoin_np(g->thread, NULL, &until)) {
-				/* its stream is busy: freeing under it would be worse than exiting */
+				/* its streams are busy: freeing under it would be worse than exiting */
 				wl_err("%s: its round thread is still %s after %d s; not freeing its memory",
 				       gpu_name(g, name, sizeof(name)), atomic_load(&g->doing), JOIN_SECONDS);
 				continue;
 			}
 		}
 		hipSetDevice(g->dev);
-		if (g->stream)
-			hipStreamDestroy(g->stream);
+		if (g->upload)
+			hipStreamDestroy(g->upload);
+		if (g->readback)
+			hipStreamDestroy(g->readback);
 		for (unsigned int b = 0; b < g->n_bufs; b++)
 			hipFree(g->bufs[b]);
 		hipFree(g->round_dev);
@@ -404,9 +449,10 @@ static int setup_content(struct workload *w, struct gpu *g, unsigned int *next_b
 		}
 		fill = w->scratch;
 		wl_fill(fill, g->sizes[b], w->seed, g->first_bo + b);
-		SETUP_CHECK(hipMemcpy(g->bufs[b], fill, g->sizes[b], hipMemcpyHostToDevice),
-			    "%s: hipMemcpy host->device of buffer %u (%p, 0x%" PRIx64 " bytes)", name, g->first_bo + b,
-			    g->bufs[b], g->sizes[b]);
+		SETUP_CHECK(upload(g, g->bufs[b], fill, g->sizes[b]),
+			    "%s: hipMemcpyAsync host->device on the upload stream of buffer %u (%p, 0x%" PRIx64
+			    " bytes)",
+			    name, g->first_bo + b, g->bufs[b], g->sizes[b]);
 	}
 	return 0;
 }
@@ -417,14 +463,17 @@ static int setup_gpu(struct workload *w, struct gpu *g, unsigned int *next_bo)
 	int ret;
 
 	SETUP_CHECK(hipSetDevice(g->dev), "hipSetDevice(%d) for GPU node %u", g->dev, g->node.node);
+	gpu_name(g, name, sizeof(name));
+	SETUP_CHECK(hipStreamCreateWithFlags(&g->upload, hipStreamNonBlocking),
+		    "%s: hipStreamCreateWithFlags for the upload stream", name);
+	SETUP_CHECK(hipStreamCreateWithFlags(&g->readback, hipStreamNonBlocking),
+		    "%s: hipStreamCreateWithFlags for the readback stream", name);
 	ret = setup_content(w, g, next_bo);
 	if (ret)
 		return ret;
-	gpu_name(g, name, sizeof(name));
 	SETUP_CHECK(hipHostMalloc(&g->pinned, PINNED_BYTES, hipHostMallocDefault), "%s: hipHostMalloc(0x%x)", name,
 		    PINNED_BYTES);
 	wl_fill(g->pinned, PINNED_BYTES, w->seed, PINNED_BO(g->index));
-	SETUP_CHECK(hipStreamCreateWithFlags(&g->stream, hipStreamNonBlocking), "%s: hipStreamCreateWithFlags", name);
 	SETUP_CHECK(hipMalloc(&g->round_dev, ROUND_MAX), "%s: hipMalloc(0x%x) for the round trips", name, ROUND_MAX);
 	SETUP_CHECK(hipHostMalloc(&g->round_src, ROUND_MAX, hipHostMallocDefault),
 		    "%s: hipHostMalloc(0x%x) for the round trips", name, ROUND_MAX);

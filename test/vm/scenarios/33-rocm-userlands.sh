@@ -19,11 +19,12 @@
 #   - the kernel log names only rocr_client's kernel dispatches as AQL errors, and no SDMA queue
 #     faults;
 #   - rocr_workload's first full verification passes;
-#   - hip_workload (HIP's host API: hipMalloc'd buffers filled and read back with hipMemcpy, a
-#     hipHostMalloc'd buffer, a thread per GPU doing host->device->host round trips on a stream of
-#     its own) sets up with --vram-mb 2, its first full verification and a heartbeat check pass
-#     (the time each takes is printed), it ends cleanly on SIGTERM, its copies ran on each GPU's
-#     SDMA engine, and the kernel log has no AQL error from it (it runs no kernel).
+#   - hip_workload (HIP's host API: hipMalloc'd buffers filled and read back with hipMemcpyAsync,
+#     a hipHostMalloc'd buffer, a thread per GPU doing host->device->host round trips; every copy
+#     on a stream of its GPU and direction) sets up with --vram-mb 2, its first full verification
+#     and a heartbeat check pass (the time each takes is printed), it ends cleanly on SIGTERM, its
+#     copies ran on each GPU's SDMA engine, and the kernel log has no AQL error from it (it runs no
+#     kernel).
 # timeout: 600
 . test/vm/lib.sh
 # shellcheck source=test/e2e/lib/workloads.sh
