@@ -487,6 +487,7 @@ static int setup(struct workload *w)
 	struct wl_gpu_node nodes[WL_MAX_GPUS];
 	unsigned int n_nodes, n_gpus, all_gpus, next_bo = 0;
 	bool taken[WL_MAX_GPUS] = { false };
+	bool narrowed;
 	hipError_t e;
 	int ret;
 
@@ -500,8 +501,15 @@ static int setup(struct workload *w)
 		return WL_EXIT_SKIP;
 	}
 	SETUP_CHECK(e, "hipGetDeviceCount");
-	if ((unsigned int)w->devices != all_gpus) {
-		wl_err("hipGetDeviceCount: %d devices, the topology has %u GPU nodes", w->devices, all_gpus);
+	/*
+	 * Every GPU node, unless the job narrowed what the runtime sees (ROCR_VISIBLE_DEVICES, as a
+	 * job of one process per GPU sets it): then at least the GPUs asked for, each found below by
+	 * its PCI address.
+	 */
+	narrowed = getenv("ROCR_VISIBLE_DEVICES") || getenv("HIP_VISIBLE_DEVICES");
+	if (narrowed ? (unsigned int)w->devices < n_gpus : (unsigned int)w->devices != all_gpus) {
+		wl_err("hipGetDeviceCount: %d devices, the topology has %u GPU nodes (%u asked for)", w->devices,
+		       all_gpus, n_gpus);
 		return WL_EXIT_SETUP;
 	}
 	w->seed = wl_seed();
