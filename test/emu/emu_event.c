@@ -386,7 +386,13 @@ int emu_ioctl_wait_events(struct file *filp, struct emu_process *p, void *data)
 				waiters[i].activated = true;
 		}
 #endif
-		list_add_tail(&waiters[i].link, &ev->waiters);
+		/*
+		 * As the kernel does (6.1 and 7.3 init_event_waiter): a waiter that is satisfied
+		 * already does not queue on the event, so a signal arriving before it leaves
+		 * stays pending for the next wait instead of going to this one.
+		 */
+		if (!waiters[i].activated)
+			list_add_tail(&waiters[i].link, &ev->waiters);
 		spin_unlock(&p->ev_lock);
 	}
 	mutex_unlock(&p->lock);
@@ -454,7 +460,7 @@ int emu_ioctl_wait_events(struct file *filp, struct emu_process *p, void *data)
 out:
 	for (i = 0; i < n && waiters[i].ev; i++) {
 		spin_lock(&p->ev_lock);
-		list_del(&waiters[i].link);
+		list_del_init(&waiters[i].link);
 		spin_unlock(&p->ev_lock);
 		emu_event_put(waiters[i].ev);
 	}

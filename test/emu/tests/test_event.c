@@ -236,6 +236,38 @@ void test_events(struct ctx *ctx)
 		event_op(ctx->kfd, AMDKFD_IOC_RESET_EVENT, ec.event_id);
 	}
 
+	/*
+	 * A waiter that an event satisfies at once does not queue on it (6.1 and 7.3
+	 * init_event_waiter): another SET while that waiter still sleeps on a second event
+	 * stays pending for the next wait instead of being consumed.
+	 */
+	if (have_a) {
+		struct kfd_ioctl_create_event_args ed;
+
+		if (tap_errno(create_event(ctx->kfd, KFD_IOC_EVENT_SIGNAL, true, 0, &ed), 0,
+			      "CREATE_EVENT a second auto-reset signal event")) {
+			struct setter again = { .kfd = ctx->kfd, .id = ea.event_id, .delay_ms = 100 };
+			struct setter last = { .kfd = ctx->kfd, .id = ed.event_id, .delay_ms = 300 };
+			pthread_t t1, t2;
+
+			ids[0] = ea.event_id;
+			ids[1] = ed.event_id;
+			event_op(ctx->kfd, AMDKFD_IOC_SET_EVENT, ea.event_id);
+			pthread_create(&t1, NULL, set_later, &again);
+			pthread_create(&t2, NULL, set_later, &last);
+			r = wait_events(ctx->kfd, ids, 2, true, 10000, &res, &ms);
+			pthread_join(t1, NULL);
+			pthread_join(t2, NULL);
+			if (!tap_ok(r == 0 && res == KFD_IOC_WAIT_RESULT_COMPLETE,
+				    "wait_for_all: one auto-reset event signalled, the other set later -> COMPLETE"))
+				tap_diag("ret %s result %u after %llu ms", errname(-r), res,
+					 (unsigned long long)ms);
+			wait_is(ctx->kfd, ids, 1, false, 0, KFD_IOC_WAIT_RESULT_COMPLETE,
+				"a SET during that wait of the event it found signalled stays pending (6.1, 7.3)");
+			event_op(ctx->kfd, AMDKFD_IOC_DESTROY_EVENT, ed.event_id);
+		}
+	}
+
 	/* Unknown ids (6.1 kfd_events.c: lookup fails -> EINVAL). */
 	tap_errno(event_op(ctx->kfd, AMDKFD_IOC_SET_EVENT, UNUSED_EVENT_ID), EINVAL,
 		  "SET_EVENT of an unknown id -> EINVAL (6.1)");
