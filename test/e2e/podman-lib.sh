@@ -17,8 +17,11 @@
 #   podman_enter "$@"                 re-execute the scenario in its own mount namespace
 #   podman_require                    skip (77) without podman or runc, or in a guest under 4 GiB
 #   podman_begin "$@"                 podman_enter, e2e_require, podman_require, the kernel log mark
-#   podman_setup                      the emulator as 2xmi210, overlays (guest_overlays of
-#                                     test/e2e/lib.sh), the package, the image
+#   podman_setup [image function]     the emulator as 2xmi210, overlays (guest_overlays of
+#                                     test/e2e/lib.sh), the package, the image (podman_image, or
+#                                     the function given, which imports $PODMAN_IMAGE)
+#   podman_rocm_image <version>       the image of a ROCm userland (test/e2e/lib/userlands.sh):
+#                                     its root as Debian built it, with its workloads in /wl
 #   pm <podman args...>               podman with the test bed's storage and runtime options
 #   gpu_run <name> <workload> <devices> [workload args...]
 #                                     starts a detached container running <workload>_workload with
@@ -74,6 +77,20 @@ podman_image() {
 	tar -C "$root" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
 }
 
+# podman_rocm_image <version>: a ROCm userland's root as the image, without what only building
+# needs (headers, the compiler, documentation), its workloads in /wl: how ROCm's own container
+# images are used, a full userland with the application added.
+podman_rocm_image() {
+	local dir=$USERLAND_DIR/rocm-$1
+	# shellcheck disable=SC2046 # one word per workload
+	tar -c -C "$dir/root" --exclude=./usr/include --exclude=./usr/lib/gcc --exclude=./usr/libexec/gcc \
+		--exclude=./usr/share/doc --exclude=./usr/share/man --exclude=./usr/share/locale \
+		. \
+		-C "$dir/src/test/e2e/bin" --transform 's,^\(rocr\|hip\)_workload$,wl/&,' \
+		$(cd "$dir/src/test/e2e/bin" && compgen -G '*_workload') |
+		pm import - "$PODMAN_IMAGE" >/dev/null
+}
+
 # podman_begin "$@": a mount namespace of the scenario's own (the script runs again in it), then
 # skip (77) unless the workloads, the plugin, Podman and a 4 GiB guest are there; the kernel log
 # mark of e2e_done.
@@ -95,9 +112,10 @@ podman_require() {
 	fi
 }
 
-# podman_setup: the emulator loaded as 2xmi210, then the overlays, the package and the image
+# podman_setup [image function]: the emulator loaded as 2xmi210, then the overlays, the package
+# and the image
 podman_setup() {
-	local version deb
+	local version deb image=${1:-podman_image}
 	emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
 	version=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$VM_REPO/debian/changelog")
 	deb=$VM_REPO/build/deb/criu-amdgpu-plugin_${version}_amd64.deb
@@ -107,7 +125,7 @@ podman_setup() {
 	if guest_overlays "$PODMAN_DIR/overlay" &&
 		dpkg-deb -x "$deb" / && mkdir -p /etc/criu && echo link-remap >/etc/criu/runc.conf &&
 		echo link-remap >/etc/criu/crun.conf &&
-		podman_image; then
+		$image; then
 		tap_ok "podman $(podman --version | awk '{ print $3 }') with $PODMAN_RUNTIME, the plugin from $(basename "$deb"), a local image"
 	else
 		tap_not_ok "podman with $PODMAN_RUNTIME, the plugin from the package, a local image"
