@@ -20,13 +20,15 @@
 #   podman_setup [image function]     the emulator as 2xmi210, overlays (guest_overlays of
 #                                     test/e2e/lib.sh), the package, the image (podman_image, or
 #                                     the function given, which imports $PODMAN_IMAGE)
-#   podman_rocm_image <version>       the image of a ROCm userland (test/e2e/lib/userlands.sh):
-#                                     its root as Debian built it, with its workloads in /wl
+#   podman_rocm_image <version> <w>   the image of a ROCm userland's workload <w>
+#                                     (test/e2e/lib/userlands.sh): /wl/<w>_workload and the
+#                                     libraries it loads, from that root
 #   pm <podman args...>               podman with the test bed's storage and runtime options
 #   gpu_run <name> <workload> <devices> [workload args...]
 #                                     starts a detached container running <workload>_workload with
 #                                     --state $RESULTS_DIR/<name>.state, given /dev/kfd and the render
-#                                     nodes in <devices> (space-separated); sets pid and state
+#                                     nodes in <devices> (space-separated), and $GPU_RUN_OPTS
+#                                     (more podman run options); sets pid and state
 #   tap_podman <name> <podman args...>   one TAP result for a podman command (criu logs kept)
 #   tap_export_import <prefix> <name> <new name>   checkpoint --export, the container removed,
 #                                     restore --import as <new name>: TAP results named "<prefix>podman
@@ -77,18 +79,38 @@ podman_image() {
 	tar -C "$root" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
 }
 
-# podman_rocm_image <version>: a ROCm userland's root as the image, without what only building
-# needs (headers, the compiler, documentation), its workloads in /wl: how ROCm's own container
-# images are used, a full userland with the application added.
+# podman_rocm_image <version> <workload>: the image of one workload of a ROCm userland: the
+# workload in /wl and every library it loads, as that root holds them (the closure of its ELF
+# dependencies, plus comgr, which HIP opens at run time), at their paths. A whole userland (500 MB
+# without the compiler) would cost minutes of copying under emulation for every container made
+# from it (the vfs driver copies the image for each), and adds nothing the process uses: 30 MiB
+# for the runtime's workload, 260 for HIP's (comgr holds LLVM).
 podman_rocm_image() {
-	local dir=$USERLAND_DIR/rocm-$1
-	# shellcheck disable=SC2046 # one word per workload
-	tar -c -C "$dir/root" --exclude=./usr/include --exclude=./usr/lib/gcc --exclude=./usr/libexec/gcc \
-		--exclude=./usr/share/doc --exclude=./usr/share/man --exclude=./usr/share/locale \
-		. \
-		-C "$dir/src/test/e2e/bin" --transform 's,^\(rocr\|hip\)_workload$,wl/&,' \
-		$(cd "$dir/src/test/e2e/bin" && compgen -G '*_workload') |
-		pm import - "$PODMAN_IMAGE" >/dev/null
+	local root=$USERLAND_DIR/rocm-$1/root stage=$PODMAN_DIR/image-rocm-$1
+	local -a todo=() done=()
+	local f=$USERLAND_DIR/rocm-$1/src/test/e2e/bin/${2}_workload so path
+	rm -rf "$stage"
+	mkdir -p "$stage/wl" "$stage/bin" "$stage/tmp" "$stage/lib64"
+	cp /bin/busybox "$stage/bin/busybox" && ln -s busybox "$stage/bin/sh" || return 1
+	cp "$f" "$stage/wl/" || return 1
+	# shellcheck disable=SC2207 # sonames have no blanks
+	todo=($(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'))
+	[[ " ${todo[*]} " != *" libamdhip64.so."* ]] || todo+=(libamd_comgr.so.3)
+	cp -L "$root/lib64/ld-linux-x86-64.so.2" "$stage/lib64/" || return 1
+	while [ "${#todo[@]}" -gt 0 ]; do
+		so=${todo[0]}
+		todo=("${todo[@]:1}")
+		[[ " ${done[*]} " != *" $so "* ]] || continue
+		done+=("$so")
+		path=/usr/lib/x86_64-linux-gnu/$so
+		[ -e "$root$path" ] || { log "podman_rocm_image: $so is not in $root$path"; return 1; }
+		mkdir -p "$stage${path%/*}" && cp -L "$root$path" "$stage$path" || return 1
+		# shellcheck disable=SC2207 # sonames have no blanks
+		todo+=($(readelf -d "$root$path" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'))
+	done
+	log "image of ROCm $1's $2 workload: ${#done[@]} libraries, $(du -sm "$stage" | cut -f1) MiB"
+	tar -C "$stage" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
+	rm -rf "$stage"
 }
 
 # podman_begin "$@": a mount namespace of the scenario's own (the script runs again in it), then
@@ -225,7 +247,7 @@ gpu_run() {
 	state=$RESULTS_DIR/$name.state
 	rm -f "$state" "$state".*
 	# the results directory at the same path inside: the state file's path is the same for both
-	pm run -d --name "$name" --network "${PODMAN_NETWORK:-host}" "${args[@]}" -v "$RESULTS_DIR:$RESULTS_DIR" \
+	pm run -d --name "$name" --network "${PODMAN_NETWORK:-host}" "${args[@]}" ${GPU_RUN_OPTS:-} -v "$RESULTS_DIR:$RESULTS_DIR" \
 		"$PODMAN_IMAGE" "/wl/${w}_workload" --state "$state" "$@" >"$RESULTS_DIR/$name.run.out" 2>&1 ||
 		{ log "podman run $name: $(tail -n3 "$RESULTS_DIR/$name.run.out")"; return 1; }
 	pid=$(gpu_container_pid "$name")
