@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <string_view>
 
 namespace amdgpu {
 
@@ -27,6 +28,26 @@ GpuFileKind classify_device(const struct stat &st, const char *kfd_path)
 	if (major(st.st_rdev) == kDrmMajor && minor_nr >= kFirstRenderMinor && minor_nr <= kLastRenderMinor)
 		return GpuFileKind::render_node;
 
+	return GpuFileKind::none;
+}
+
+GpuFileKind classify_path(const char *path)
+{
+	struct stat st;
+	if (!stat(path, &st))
+		return classify_device(st);
+	// By name: the last "/dev/" of the path, which a task's root may prefix.
+	const std::string_view p(path);
+	const size_t dev = p.rfind("/dev/");
+	if (dev == std::string_view::npos)
+		return GpuFileKind::none;
+	const std::string_view name = p.substr(dev + strlen("/dev/"));
+	if (name == "kfd")
+		return GpuFileKind::kfd;
+	constexpr std::string_view render = "dri/renderD";
+	if (name.size() > render.size() && name.substr(0, render.size()) == render &&
+	    name.find_first_not_of("0123456789", render.size()) == std::string_view::npos)
+		return GpuFileKind::render_node;
 	return GpuFileKind::none;
 }
 

@@ -26,6 +26,13 @@ inline constexpr const char *kKfdPath = "/dev/kfd";
 // /dev/kfd means no file can be a kfd file, not an error).
 GpuFileKind classify_device(const struct stat &st, const char *kfd_path = kKfdPath);
 
+// The GPU file a path names, as criu hands it for a mapping: resolved in criu's mount namespace,
+// "/dev/kfd" for a task that sees the node's /dev, but ".../root/dev/dri/renderD129" for a task
+// chrooted into another userland. So the device number decides, not the name. A path that
+// cannot be looked up (the node it names is gone: a restore on a node whose render minors differ)
+// is judged by its name: ".../dev/kfd" or ".../dev/dri/renderD<N>", under whatever root.
+GpuFileKind classify_path(const char *path);
+
 const char *to_string(GpuFileKind kind);
 
 // Where the character device `rdev` is in `dir` of this mount namespace: `preferred` (a name in

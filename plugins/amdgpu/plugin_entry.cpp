@@ -184,14 +184,6 @@ std::vector<std::string> criu_plugin_options(std::vector<std::string> &errors)
 	return args;
 }
 
-bool is_gpu_path(const char *path)
-{
-	// criu may hand paths with doubled slashes ("//dev/kfd").
-	while (path[0] == '/' && path[1] == '/')
-		path++;
-	return !strcmp(path, kKfdPath) || !strncmp(path, "/dev/dri/renderD", strlen("/dev/dri/renderD"));
-}
-
 } // namespace
 
 namespace hooks {
@@ -283,9 +275,10 @@ int handle_device_vma(int fd, const struct stat *st)
 int update_vma_map(const char *path, const uint64_t addr, const uint64_t old_pgoff, uint64_t *new_pgoff, int *plugin_fd)
 {
 	return guarded("update_vma_map", [&] {
-		if (!is_gpu_path(path))
+		const GpuFileKind file = classify_path(path);
+		if (file == GpuFileKind::none)
 			return -ENOTSUP;
-		return restore_session().update_vma(path, addr, old_pgoff, new_pgoff, plugin_fd);
+		return restore_session().update_vma(file, addr, old_pgoff, new_pgoff, plugin_fd);
 	});
 }
 

@@ -34,13 +34,6 @@ namespace {
 constexpr uint32_t kRemappedFlags =
 	kfd::kContentMemFlags | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP;
 
-std::string_view without_double_slashes(std::string_view path)
-{
-	while (path.size() > 1 && path[0] == '/' && path[1] == '/')
-		path.remove_prefix(1);
-	return path;
-}
-
 std::string describe_map(const GpuMap &map)
 {
 	std::string out;
@@ -420,12 +413,11 @@ int RestoreSession::mapping_fd(uint32_t actual_gpu_id)
 	return render_fd(actual_gpu_id);
 }
 
-int RestoreSession::update_vma(std::string_view path, uint64_t addr, uint64_t old_offset, uint64_t *new_offset, int *fd)
+int RestoreSession::update_vma(GpuFileKind file, uint64_t addr, uint64_t old_offset, uint64_t *new_offset, int *fd)
 {
 	// criu installs every file of the task before it maps anything: the first call is the moment.
 	hand_render_files_to_task();
-	path = without_double_slashes(path);
-	const bool is_kfd = path == kKfdPath;
+	const bool is_kfd = file == GpuFileKind::kfd;
 	for (const VmaUpdate &v : vmas_) {
 		if (v.addr != addr || v.old_offset != old_offset)
 			continue;

@@ -26,6 +26,7 @@
 #pragma once
 
 #include "bo_transfer.hpp"
+#include "device_files.hpp"
 #include "gpu_driver.hpp"
 #include "gpu_matcher.hpp"
 #include "metadata_images.hpp"
@@ -65,9 +66,9 @@ public:
 	// aside for a retry, the fd returned is a placeholder criu drops.
 	int restore_file(uint32_t id, bool *retry);
 
-	// 1 with *new_offset (and *fd for render nodes) set when the mapping is one we moved, 0 when
-	// it keeps its offset.
-	int update_vma(std::string_view path, uint64_t addr, uint64_t old_offset, uint64_t *new_offset, int *fd);
+	// 1 with *new_offset (and *fd for render nodes) set when the mapping of `file` (/dev/kfd or
+	// a render node) is one we moved, 0 when it keeps its offset.
+	int update_vma(GpuFileKind file, uint64_t addr, uint64_t old_offset, uint64_t *new_offset, int *fd);
 
 private:
 	struct VmaUpdate {

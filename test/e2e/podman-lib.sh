@@ -17,13 +17,18 @@
 #   podman_enter "$@"                 re-execute the scenario in its own mount namespace
 #   podman_require                    skip (77) without podman or runc, or in a guest under 4 GiB
 #   podman_begin "$@"                 podman_enter, e2e_require, podman_require, the kernel log mark
-#   podman_setup                      the emulator as 2xmi210, overlays (guest_overlays of
-#                                     test/e2e/lib.sh), the package, the image
+#   podman_setup [image function]     the emulator as 2xmi210, overlays (guest_overlays of
+#                                     test/e2e/lib.sh), the package, the image (podman_image, or
+#                                     the function given, which imports $PODMAN_IMAGE)
+#   podman_rocm_image <version> <w>   the image of a ROCm userland's workload <w>
+#                                     (test/e2e/lib/userlands.sh): /wl/<w>_workload and the
+#                                     libraries it loads, from that root
 #   pm <podman args...>               podman with the test bed's storage and runtime options
 #   gpu_run <name> <workload> <devices> [workload args...]
 #                                     starts a detached container running <workload>_workload with
 #                                     --state $RESULTS_DIR/<name>.state, given /dev/kfd and the render
-#                                     nodes in <devices> (space-separated); sets pid and state
+#                                     nodes in <devices> (space-separated), and $GPU_RUN_OPTS
+#                                     (more podman run options); sets pid and state
 #   tap_podman <name> <podman args...>   one TAP result for a podman command (criu logs kept)
 #   tap_export_import <prefix> <name> <new name>   checkpoint --export, the container removed,
 #                                     restore --import as <new name>: TAP results named "<prefix>podman
@@ -74,6 +79,40 @@ podman_image() {
 	tar -C "$root" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
 }
 
+# podman_rocm_image <version> <workload>: the image of one workload of a ROCm userland: the
+# workload in /wl and every library it loads, as that root holds them (the closure of its ELF
+# dependencies, plus comgr, which HIP opens at run time), at their paths. A whole userland (500 MB
+# without the compiler) would cost minutes of copying under emulation for every container made
+# from it (the vfs driver copies the image for each), and adds nothing the process uses: 30 MiB
+# for the runtime's workload, 260 for HIP's (comgr holds LLVM).
+podman_rocm_image() {
+	local root=$USERLAND_DIR/rocm-$1/root stage=$PODMAN_DIR/image-rocm-$1
+	local -a todo=() done=()
+	local f=$USERLAND_DIR/rocm-$1/src/test/e2e/bin/${2}_workload so path
+	rm -rf "$stage"
+	mkdir -p "$stage/wl" "$stage/bin" "$stage/tmp" "$stage/lib64"
+	cp /bin/busybox "$stage/bin/busybox" && ln -s busybox "$stage/bin/sh" || return 1
+	cp "$f" "$stage/wl/" || return 1
+	# shellcheck disable=SC2207 # sonames have no blanks
+	todo=($(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'))
+	[[ " ${todo[*]} " != *" libamdhip64.so."* ]] || todo+=(libamd_comgr.so.3)
+	cp -L "$root/lib64/ld-linux-x86-64.so.2" "$stage/lib64/" || return 1
+	while [ "${#todo[@]}" -gt 0 ]; do
+		so=${todo[0]}
+		todo=("${todo[@]:1}")
+		[[ " ${done[*]} " != *" $so "* ]] || continue
+		done+=("$so")
+		path=/usr/lib/x86_64-linux-gnu/$so
+		[ -e "$root$path" ] || { log "podman_rocm_image: $so is not in $root$path"; return 1; }
+		mkdir -p "$stage${path%/*}" && cp -L "$root$path" "$stage$path" || return 1
+		# shellcheck disable=SC2207 # sonames have no blanks
+		todo+=($(readelf -d "$root$path" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'))
+	done
+	log "image of ROCm $1's $2 workload: ${#done[@]} libraries, $(du -sm "$stage" | cut -f1) MiB"
+	tar -C "$stage" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
+	rm -rf "$stage"
+}
+
 # podman_begin "$@": a mount namespace of the scenario's own (the script runs again in it), then
 # skip (77) unless the workloads, the plugin, Podman and a 4 GiB guest are there; the kernel log
 # mark of e2e_done.
@@ -95,9 +134,10 @@ podman_require() {
 	fi
 }
 
-# podman_setup: the emulator loaded as 2xmi210, then the overlays, the package and the image
+# podman_setup [image function]: the emulator loaded as 2xmi210, then the overlays, the package
+# and the image
 podman_setup() {
-	local version deb
+	local version deb image=${1:-podman_image}
 	emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
 	version=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$VM_REPO/debian/changelog")
 	deb=$VM_REPO/build/deb/criu-amdgpu-plugin_${version}_amd64.deb
@@ -107,7 +147,7 @@ podman_setup() {
 	if guest_overlays "$PODMAN_DIR/overlay" &&
 		dpkg-deb -x "$deb" / && mkdir -p /etc/criu && echo link-remap >/etc/criu/runc.conf &&
 		echo link-remap >/etc/criu/crun.conf &&
-		podman_image; then
+		$image; then
 		tap_ok "podman $(podman --version | awk '{ print $3 }') with $PODMAN_RUNTIME, the plugin from $(basename "$deb"), a local image"
 	else
 		tap_not_ok "podman with $PODMAN_RUNTIME, the plugin from the package, a local image"
@@ -207,7 +247,7 @@ gpu_run() {
 	state=$RESULTS_DIR/$name.state
 	rm -f "$state" "$state".*
 	# the results directory at the same path inside: the state file's path is the same for both
-	pm run -d --name "$name" --network "${PODMAN_NETWORK:-host}" "${args[@]}" -v "$RESULTS_DIR:$RESULTS_DIR" \
+	pm run -d --name "$name" --network "${PODMAN_NETWORK:-host}" "${args[@]}" ${GPU_RUN_OPTS:-} -v "$RESULTS_DIR:$RESULTS_DIR" \
 		"$PODMAN_IMAGE" "/wl/${w}_workload" --state "$state" "$@" >"$RESULTS_DIR/$name.run.out" 2>&1 ||
 		{ log "podman run $name: $(tail -n3 "$RESULTS_DIR/$name.run.out")"; return 1; }
 	pid=$(gpu_container_pid "$name")

@@ -14,7 +14,11 @@
 # device number, whatever their path) are named by the gpu_id the task knows (not the minor),
 # device mappings by the same; mmap offsets, which a restore
 # moves, are left out; adjacent mappings of one file with the same protection are merged (criu
-# restores a split read-only region as one). What is compared:
+# restores a split read-only region as one), and an anonymous reservation whose accessible head
+# grows into its inaccessible tail (a malloc arena of a thread, which the task's runtime may
+# extend between the snapshot and criu's freeze) is one "arena" mapping; paths are the ones the
+# task sees, from its own root (a task chrooted into a userland's root: its /dev/kfd, not
+# <root>/dev/kfd). What is compared:
 #   fd      every fd: number, kind of file (path, render node of which GPU, pipe, socket...), flags
 #           (but O_LARGEFILE)
 #   map     every mapping: addresses, protection, what it maps
@@ -51,8 +55,18 @@ snapshot_render_ids() { # <pid>: prints "minor user_gpu_id" lines
 }
 
 task_snapshot() {
-	local pid=$1 out=$2 f n target flags minor
+	local pid=$1 out=$2 f n target flags minor root
 	local -A gpu_of=()
+	root=$(readlink "/proc/$pid/root")
+	[ "$root" != / ] || root=''
+	# snapshot_maps: /proc/<pid>/maps with the paths as the task sees them
+	snapshot_maps() {
+		if [ -n "$root" ]; then
+			awk -v root="$root" '{ i = index($0, " " root "/"); if (i) $0 = substr($0, 1, i) substr($0, i + length(root) + 1); print }' "/proc/$pid/maps"
+		else
+			cat "/proc/$pid/maps"
+		fi
+	}
 	while read -r minor id; do gpu_of[$minor]=$id; done < <(snapshot_render_ids "$pid")
 	# the GPU of an fd or mapping of a render node, by the node's device number: its name may
 	# not be the one sysfs gives (a node renamed, a container's /dev)
@@ -64,6 +78,7 @@ task_snapshot() {
 		for f in /proc/"$pid"/fd/*; do
 			n=${f##*/}
 			target=$(readlink "$f") || continue
+			[ -z "$root" ] || [ "${target#"$root"/}" = "$target" ] || target=/${target#"$root"/}
 			flags=$(awk '$1 == "flags:" { print $2 }' "/proc/$pid/fdinfo/$n" 2>/dev/null)
 			# O_LARGEFILE means nothing to a 64-bit task, and a container engine hands criu
 			# new stdio pipes with it set
@@ -74,7 +89,7 @@ task_snapshot() {
 			esac
 			echo "fd $n $target flags $flags"
 		done | sort -n -k2
-		awk -v ids="$(awk '$6 ~ /^\/dev\/dri\/renderD/ { print $1 }' "/proc/$pid/maps" | while read -r range; do
+		awk -v ids="$(snapshot_maps | awk '$6 ~ /^\/dev\/dri\/renderD/ { print $1 }' | while read -r range; do
 			echo "$range=$(render_gpu "/proc/$pid/map_files/$range")"; done)" '
 			BEGIN { n = split(ids, l, "\n"); for (i = 1; i <= n; i++) { split(l[i], kv, "="); gpu[kv[1]] = kv[2] } }
 			{
@@ -83,11 +98,14 @@ task_snapshot() {
 				if (what ~ /^\/dev\/dri\/renderD/) what = "render node of GPU " gpu[$1]
 				if (what == "") what = "anonymous"
 				if (have && r[1] == end && $2 == perm && what == cur && what != "anonymous") { end = r[2]; next }
+				if (have && r[1] == end && perm == "rw-p" && $2 == "---p" && cur == "anonymous" && what == cur) {
+					end = r[2]; perm = "rw-p+---p"; cur = "arena"; next
+				}
 				if (have) print "map " start "-" end " " perm " " cur
 				start = r[1]; end = r[2]; perm = $2; cur = what; have = 1
 			}
 			END { if (have) print "map " start "-" end " " perm " " cur }
-		' "/proc/$pid/maps"
+		' <(snapshot_maps)
 		awk -v pid="$pid" '
 			$1 == "process" { n_all++; cur = ($3 == pid); if (cur) { n++; print "gpu process paused " $7 " restore_pending " $9 } ; next }
 			!cur { next }

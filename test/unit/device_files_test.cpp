@@ -86,5 +86,29 @@ TEST_F(FindCharDevice, TheDevicesADirectoryHoldsAreListedForTheError)
 	EXPECT_EQ(describe_char_devices(dir_ + "/none"), "no device");
 }
 
+// A mapping's path as criu gives it for a task chrooted into another userland: the device it
+// names decides, whatever the name.
+TEST_F(FindCharDevice, APathIsClassifiedByTheDeviceItNames)
+{
+	link("/dev/null", "renderD129");
+	EXPECT_EQ(classify_path((dir_ + "/renderD129").c_str()), GpuFileKind::none) << "a render node by name only";
+	EXPECT_EQ(classify_path("/dev/null"), GpuFileKind::none);
+}
+
+TEST_F(FindCharDevice, APathThatCannotBeLookedUpIsJudgedByItsName)
+{
+	const std::string absent = dir_ + "/absent";
+	EXPECT_EQ(classify_path("/dev/dri/renderD4242"), GpuFileKind::render_node);
+	EXPECT_EQ(classify_path((dir_ + "/root/dev/dri/renderD4242").c_str()), GpuFileKind::render_node)
+		<< "a node gone from a chrooted task's /dev";
+	EXPECT_EQ(classify_path((dir_ + "/root/dev/dri/renderD42x").c_str()), GpuFileKind::none);
+	EXPECT_EQ(classify_path((dir_ + "/root/dev/dri/card1").c_str()), GpuFileKind::none);
+	EXPECT_EQ(classify_path(absent.c_str()), GpuFileKind::none);
+	struct stat st;
+	if (stat("/dev/kfd", &st)) {
+		EXPECT_EQ(classify_path("//dev/kfd"), GpuFileKind::kfd) << "criu doubles the leading slash";
+	}
+}
+
 } // namespace
 } // namespace amdgpu

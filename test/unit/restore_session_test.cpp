@@ -82,7 +82,7 @@ TEST_F(RestoreSessionTest, HandsCriuTheNewKfdFdAndMovesTheMappingsKfdMoved)
 
 	uint64_t offset = 0;
 	int map_fd = -2;
-	EXPECT_EQ(session.update_vma("/dev/kfd", kFirstBoAddr, kFirstBoAddr >> 12, &offset, &map_fd), 1);
+	EXPECT_EQ(session.update_vma(GpuFileKind::kfd, kFirstBoAddr, kFirstBoAddr >> 12, &offset, &map_fd), 1);
 	EXPECT_EQ(offset, (kFirstBoAddr >> 12) + 0x1000);
 	EXPECT_EQ(map_fd, -1);
 	close(fd);
@@ -119,7 +119,7 @@ TEST_P(RestoreFailsAt, LeavesNothingOfTheProcessAndNamesTheCause)
 		EXPECT_EQ(gpu.still_open(Op::restore), std::vector<int>()) << "dma-buf fds stay open";
 		uint64_t offset = 0;
 		int map_fd = -2;
-		EXPECT_EQ(session.update_vma("/dev/kfd", kFirstBoAddr, kFirstBoAddr >> 12, &offset, &map_fd), 0)
+		EXPECT_EQ(session.update_vma(GpuFileKind::kfd, kFirstBoAddr, kFirstBoAddr >> 12, &offset, &map_fd), 0)
 			<< "a mapping of the failed restore would be moved";
 	}
 	EXPECT_EQ(test::open_fds(), before) << "the session left fds behind";

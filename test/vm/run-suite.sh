@@ -16,6 +16,9 @@
 #   E2E_CYCLES=N              checkpoint cycles of the soak scenario e2e/32 (default 10)
 #   FAULT_SWEEP=full          every occurrence of every call in the fault sweep e2e/95 (default: a
 #                             deterministic part)
+#   ROCM_USERLANDS='6.4 …'    the ROCm userland roots whose processes e2e/61, 62 and 83 checkpoint
+#                             (default: every one built)
+#   VM_TCG_THREAD=single|multi  how QEMU runs the vCPUs (test/vm/boot.sh; trixie: single)
 #   VM_GUEST=NAME             the guest (test/vm/prepare.sh): bookworm (the default; Debian 12,
 #                             Linux 6.1) or trixie (Debian 13, the newest kernel Debian ships for it)
 #   VM_CRIU=VERSION           run the scenarios under this criu. In the bookworm guest: 3.17.1
@@ -117,6 +120,7 @@ scenario_limit() {
 
 vm_prepare
 guest_env="${E2E_CYCLES:+E2E_CYCLES=$E2E_CYCLES }${FAULT_SWEEP:+FAULT_SWEEP=$FAULT_SWEEP }"
+guest_env+="${ROCM_USERLANDS:+ROCM_USERLANDS=$(printf %q "$ROCM_USERLANDS") }"
 guest_env+="VM_CRIU=$VM_CRIU "
 case "$VM_GUEST:$VM_CRIU" in
 bookworm:3.17.1 | trixie:4.1.1) ;; # the guest's own package

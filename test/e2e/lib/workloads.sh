@@ -7,7 +7,10 @@
 #   wl_start <w> <name> [opts...]     start test/e2e/bin/<w>_workload (kfd|hsakmt|rocr) with --state
 #                                     $RESULTS_DIR/<name>.state, wait until it is READY; sets WL_PID
 #                                     and WL_STATE; false (its output logged) if it never got ready.
-#                                     $WL_CGROUP (a cgroup directory): start it in that cgroup
+#                                     $WL_CGROUP (a cgroup directory): start it in that cgroup;
+#                                     $WL_ROOT and $WL_BIN (test/e2e/lib/userlands.sh): chrooted
+#                                     into that root, the workload from that directory;
+#                                     $WL_ENV: environment assignments for it ("A=1 B=2")
 #   wl_ask <pid> <state> verify|heartbeat [seconds]   SIGUSR1/SIGUSR2, wait for the result file,
 #                                     print its first line; false without a result
 #   tap_verify <name> <pid> <state> [seconds]     one TAP result: VERIFY OK
@@ -32,7 +35,10 @@ wl_start() {
 	rm -f "$WL_STATE" "$WL_STATE".*
 	# shellcheck disable=SC2016 # expanded by the inner shell, which then becomes the workload
 	[ -z "${WL_CGROUP:-}" ] || enter=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$WL_CGROUP")
-	spawn WL_PID "$name" "${enter[@]}" "$E2E_BIN/${w}_workload" --state "$WL_STATE" "$@"
+	# shellcheck disable=SC2206 # one word per assignment
+	[ -z "${WL_ENV:-}" ] || enter+=(env $WL_ENV)
+	[ -z "${WL_ROOT:-}" ] || enter+=(chroot "$WL_ROOT")
+	spawn WL_PID "$name" "${enter[@]}" "${WL_BIN:-$E2E_BIN}/${w}_workload" --state "$WL_STATE" "$@"
 	# large VRAM takes minutes to fill under TCG
 	if wait_for "[ -s '$WL_STATE' ] || ! kill -0 $WL_PID 2>/dev/null" 300 && [ -s "$WL_STATE" ] &&
 		wait_for "grep -q '^READY $WL_PID\$' '$RESULTS_DIR/$name.out'" 10; then

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Containers of today's ROCm under Podman (see 80): each workload of each ROCm userland
+# (test/e2e/lib/userlands.sh) as a container image of its own made from that userland's root (the
+# workload and the libraries it loads, podman_rocm_image), run the way ROCm's container images are
+# run (/dev/kfd and the render nodes passed in), checkpointed with --export, the container
+# removed, the emulator reloaded as another node (other gpu_ids, the same render nodes), and
+# restored with --import under a new name: the workload carries on, every byte verified, its
+# queues running. Each container's runtime sees the node's first GPU (ROCR_VISIBLE_DEVICES=0, as a
+# job of one process per GPU sets it): a ROCm 6.x process holds about 60 MiB of context save area
+# per queue, and the export carries it, so one GPU's queues halve what the import unpacks under
+# emulation. trixie guest (its crun is built with CRIU), 4 GiB like the other Podman scenarios;
+# make check takes ROCm 6.4.3 (ROCM_USERLANDS).
+# timeout: 1200
+. test/vm/lib.sh
+. test/e2e/lib.sh
+. test/e2e/podman-lib.sh
+podman_begin "$@"
+userland_require
+
+setup_done=0
+GPU_RUN_OPTS="--env ROCR_VISIBLE_DEVICES=0"
+for version in $(userland_versions); do
+	for w in $(userland_workloads "$version"); do
+		tag="ROCm $version $w"
+		name=rocm-$w
+		PODMAN_IMAGE=localhost/rocm-$version-$w:test
+		if [ "$setup_done" = 0 ]; then
+			podman_setup "podman_rocm_image $version $w"
+			setup_done=1
+		else
+			emu_reload preset=2xmi210 || { tap_not_ok "$tag: load the emulator"; continue; }
+			tap_check "$tag: its image" podman_rocm_image "$version" "$w"
+		fi
+		gpu_run "$name" "$w" "$(render_nodes)" --gpus 1 --vram-mb 2 || { tap_not_ok "$tag: the container starts"; continue; }
+		tap_verify "$tag: in its container, before the checkpoint" "$pid" "$state"
+
+		tap_podman "$tag: podman container checkpoint --export" \
+			container checkpoint --export "$PODMAN_DIR/$name.tar.gz" "$name"
+		pm rm -f "$name" >/dev/null 2>&1
+		wait_for "task_gone $pid '$state'" 10
+		emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 ||
+			{ tap_not_ok "$tag: reload as another node"; continue; }
+		tap_podman "$tag: podman container restore --import on other gpu_ids, as $name-2" \
+			container restore --import "$PODMAN_DIR/$name.tar.gz" --name "$name-2"
+		rm -f "$PODMAN_DIR/$name.tar.gz"
+		pid=$(gpu_container_pid "$name-2")
+		tap_alive_verified "$tag: migrated to other gpu_ids" "$pid" "$state"
+		podman_teardown
+		pm rmi -f "$PODMAN_IMAGE" >/dev/null 2>&1
+	done
+done
+e2e_done
