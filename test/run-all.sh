@@ -18,12 +18,12 @@ total_passed=0 total_failed=0 total_skipped=0
 # with -R and with criu killed; and their containers under Podman with crun, checkpointed,
 # exported and imported on another node (in a 4 GiB guest, which Podman's storage and ROCm 6.x's
 # context save areas need). Under trixie's own criu 4.1.1: the runtime workload of trixie's own
-# ROCm 6.1 (same node, other gpu_ids, -R), and ROCm 6.4.3's processes, which 4.1.1 cannot dump (sid's glibc puts
-# guard regions in thread stacks; criu 4.2 dumps them): the dump fails and the task runs on.
-# Left to make check-full in the trixie guest: 7.2.4's processes and containers, criu killed
-# mid-dump and mid-restore of the guest's own workloads (e2e/90, 91: bookworm runs them), ROCm
-# 6.1's runtime workload (e2e/60: 6.4.3's runs in 61 and 62) and the kfd workload's container
-# migration (e2e/81: 83 migrates ROCm 6.4.3's containers).
+# ROCm 6.1 (same node, other gpu_ids, -R), and ROCm 6.4.3's processes, which 4.1.1 cannot dump
+# (sid's glibc puts guard regions in thread stacks; criu 4.2 dumps them): the dump fails and the
+# task runs on. Left to make check-full in the trixie guest: 7.2.4's processes and containers,
+# criu killed mid-dump and mid-restore of the guest's own workloads (e2e/90, 91: bookworm runs
+# them), ROCm 6.1's runtime workload under criu 4.3 (e2e/60: 6.4.3's runs in 61 and 62) and the
+# kfd workload's container migration (e2e/81: 83 migrates ROCm 6.4.3's containers).
 TRIXIE_SCENARIOS='00-* 10-* 20-* 32-* 33-* e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/29-* e2e/33-* e2e/36-* e2e/61-* e2e/62-* e2e/83-*'
 # What make check leaves to check-full to stay within its time: in the bookworm guest the bulk-data
 # scenarios (a 2 GiB pages file, 1 GiB of VRAM, criu's RSS bound, sparse pages), re-checkpointing
