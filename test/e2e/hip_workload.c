@@ -548,16 +548,10 @@ static int setup(struct workload *w)
 }
 
 /* The state file (test/e2e/README.md): the GPUs with their HIP devices, and every buffer. */
-static int write_state(struct workload *w)
+static void fill_state(FILE *f, void *ctx)
 {
-	char tmp[4200];
-	FILE *f;
+	const struct workload *w = ctx;
 
-	f = wl_state_begin(w->opts.state, tmp, sizeof(tmp));
-	if (!f) {
-		wl_err("cannot create '%s': %s", tmp, strerror(errno));
-		return WL_EXIT_SETUP;
-	}
 	fprintf(f, "workload hip\npid %d\nseed 0x%016" PRIx64 "\ngpus %u\n", (int)getpid(), w->seed, w->n_gpus);
 	for (unsigned int i = 0; i < w->n_gpus; i++) {
 		const struct gpu *g = &w->gpus[i];
@@ -581,11 +575,6 @@ static int write_state(struct workload *w)
 			ROUND_MAX);
 	}
 	fprintf(f, "ready\n");
-	if (wl_state_commit(f, tmp, w->opts.state)) {
-		wl_err("cannot write '%s': %s", w->opts.state, strerror(errno));
-		return WL_EXIT_SETUP;
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -600,7 +589,7 @@ int main(int argc, char **argv)
 	wl_signals_block();
 	ret = setup(&w);
 	if (!ret)
-		ret = write_state(&w);
+		ret = wl_state_write(w.opts.state, fill_state, &w);
 	if (ret) {
 		if (ret != WL_EXIT_SKIP)
 			teardown(&w);

@@ -436,16 +436,10 @@ static int setup(struct workload *w)
 }
 
 /* The state file (test/e2e/README.md): the GPUs by topology node, and the streams. */
-static int write_state(struct workload *w)
+static void fill_state(FILE *f, void *ctx)
 {
-	char tmp[4200];
-	FILE *f;
+	const struct workload *w = ctx;
 
-	f = wl_state_begin(w->opts.state, tmp, sizeof(tmp));
-	if (!f) {
-		wl_err("cannot create '%s': %s", tmp, strerror(errno));
-		return WL_EXIT_SETUP;
-	}
 	fprintf(f, "workload rocr\npid %d\ngpus %u\n", (int)getpid(), w->n_gpus);
 	for (unsigned int g = 0; g < w->n_gpus; g++)
 		fprintf(f, "gpu %u node %u\n", g, w->gpus[g].node);
@@ -456,11 +450,6 @@ static int write_state(struct workload *w)
 			s->index, s->gpu->node, s->bytes, s->src, s->vram, s->vram2, s->back, s->queue->id);
 	}
 	fprintf(f, "ready\n");
-	if (wl_state_commit(f, tmp, w->opts.state)) {
-		wl_err("cannot write '%s': %s", w->opts.state, strerror(errno));
-		return WL_EXIT_SETUP;
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -474,7 +463,7 @@ int main(int argc, char **argv)
 	wl_signals_block();
 	ret = setup(&w);
 	if (!ret)
-		ret = write_state(&w);
+		ret = wl_state_write(w.opts.state, fill_state, &w);
 	if (ret) {
 		if (ret != WL_EXIT_SKIP)
 			teardown(&w);

@@ -146,6 +146,12 @@ void *wl_map_render(int fd, unsigned int render_minor, uint64_t offset, uint64_t
 FILE *wl_state_begin(const char *path, char *tmp, size_t tmplen);
 int wl_state_commit(FILE *f, const char *tmp, const char *path);
 
+/*
+ * The state file at @path, written atomically by @fill; 0, or WL_EXIT_SETUP with the error
+ * said.
+ */
+int wl_state_write(const char *path, void (*fill)(FILE *f, void *ctx), void *ctx);
+
 /* Write "<line>\n[details]" to <state><suffix> atomically and to stdout. */
 void wl_publish(const char *state, const char *suffix, const char *line, const char *details);
 

@@ -745,6 +745,26 @@ int wl_state_commit(FILE *f, const char *tmp, const char *path)
 	return ret;
 }
 
+int wl_state_write(const char *path, void (*fill)(FILE *f, void *ctx), void *ctx)
+{
+	char tmp[4200];
+	FILE *f;
+	int ret;
+
+	f = wl_state_begin(path, tmp, sizeof(tmp));
+	if (!f) {
+		wl_err("cannot create '%s': %s", tmp, strerror(errno));
+		return WL_EXIT_SETUP;
+	}
+	fill(f, ctx);
+	ret = wl_state_commit(f, tmp, path);
+	if (ret) {
+		wl_err("cannot write '%s': %s", path, strerror(-ret));
+		return WL_EXIT_SETUP;
+	}
+	return 0;
+}
+
 void wl_publish(const char *state, const char *suffix, const char *line, const char *details)
 {
 	char path[4096], tmp[4200];
