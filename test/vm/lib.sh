@@ -234,6 +234,29 @@ streamer_wait() {
 	wait "$STREAMER_PID"
 }
 
+# --- the emulated copy engines -------------------------------------------------------------
+
+EMU_ENGINES=${EMU_ENGINES:-/sys/kernel/debug/amdgpu_emu/engines}
+
+# sdma_engine_bytes: the bytes each emulated SDMA engine has moved (debugfs), space-separated.
+sdma_engine_bytes() {
+	awk '{ print $6 }' "$EMU_ENGINES" | tr '\n' ' '
+}
+
+# tap_sdma_moved <name> <bytes before> <at least>: one result: every engine moved at least that
+# many bytes since sdma_engine_bytes gave <bytes before>.
+tap_sdma_moved() {
+	local name=$1 before=$2 need=$3 after short
+	after=$(sdma_engine_bytes)
+	short=$(paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") |
+		awk -v need="$need" 'NF == 2 { if ($2 - $1 < need) bad++ } END { print bad + 0 }')
+	if [ "$short" = 0 ]; then
+		tap_ok "$name ($before-> $after bytes)"
+	else
+		tap_not_ok "$name" "bytes before: $before; after: $after"
+	fi
+}
+
 # --- the kernel log --------------------------------------------------------------------------
 
 # dmesg_mark <marker>: writes a line to the kernel log that tap_dmesg_clean looks back to.

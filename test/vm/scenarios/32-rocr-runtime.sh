@@ -59,7 +59,7 @@ for p in mi100 2xmi210 mi250x cpx8; do
 	tap_rocminfo_lines "$p: rocminfo lists the $n GPU agents" "$n" '^  Name: +gfx[0-9a-f]+ *$'
 	tap_rocminfo_lines "$p: rocminfo reports the model's ${cus[$p]} compute units for each GPU" "$n" \
 		"^  Compute Unit: +${cus[$p]} *$" 'Compute Unit'
-	before=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+	before=$(sdma_engine_bytes)
 	dmesg_mark "32-rocr-runtime: $p"
 	tap_relay "$p" timeout 300 "$client" --mib "$mib"
 	aql=$(dmesg | sed -n "/32-rocr-runtime: $p\$/,\$p" | grep '\[aql\]')
@@ -70,14 +70,7 @@ for p in mi100 2xmi210 mi250x cpx8; do
 		tap_not_ok "$p: the kernel log names the one kernel dispatch of each of the $n GPUs, and no other AQL error" \
 			"$(head -n4 <<<"$aql")"
 	fi
-	after=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
-	moved=$(paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") |
-		awk -v need=$((2 * mib * 1048576)) 'NF == 2 { if ($2 - $1 < need) bad++ } END { print bad + 0 }')
-	if [ "$moved" = 0 ]; then
-		tap_ok "$p: every GPU's SDMA engine moved the copies ($before-> $after bytes)"
-	else
-		tap_not_ok "$p: every GPU's SDMA engine moved the copies" "bytes before: $before; after: $after"
-	fi
+	tap_sdma_moved "$p: every GPU's SDMA engine moved the copies" "$before" $((2 * mib * 1048576))
 	if [ -x "$hip" ]; then
 		tap_relay "$p: HIP" timeout 300 "$hip" --cus "${cus[$p]}"
 	else

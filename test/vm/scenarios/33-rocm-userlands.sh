@@ -101,16 +101,9 @@ for version in 6.4 7.2; do
 	fi
 
 	dmesg_mark "33-rocm-userlands: $version rocr"
-	before=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+	before=$(sdma_engine_bytes)
 	tap_relay "$tag" in_root "$root" "$PWD" timeout 300 "$bin/emu/clients/rocr_client" --mib "$mib"
-	after=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
-	moved=$(paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") |
-		awk -v need=$((2 * mib * 1048576)) 'NF == 2 { if ($2 - $1 < need) bad++ } END { print bad + 0 }')
-	if [ "$moved" = 0 ]; then
-		tap_ok "$tag: every GPU's SDMA engine moved the copies ($before-> $after bytes)"
-	else
-		tap_not_ok "$tag: every GPU's SDMA engine moved the copies" "bytes before: $before; after: $after"
-	fi
+	tap_sdma_moved "$tag: every GPU's SDMA engine moved the copies" "$before" $((2 * mib * 1048576))
 
 	dmesg_mark "33-rocm-userlands: $version hip"
 	if [ -x "$bin/emu/clients/hip_client" ]; then
@@ -146,7 +139,7 @@ for version in 6.4 7.2; do
 
 	if [ -x "$bin/e2e/bin/hip_workload" ]; then
 		dmesg_mark "33-rocm-userlands: $version hip_workload"
-		before=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
+		before=$(sdma_engine_bytes)
 		t0=${EPOCHREALTIME/./}
 		if root_workload "$version" hip --vram-mb "$hip_mib"; then
 			t1=${EPOCHREALTIME/./}
@@ -168,16 +161,8 @@ for version in 6.4 7.2; do
 			pkill -KILL -f -- "--state $state"
 		fi
 		wait
-		after=$(awk '{ print $6 }' "$engines" | tr '\n' ' ')
 		# its set-up fill and the verification's read-back alone are twice its VRAM per GPU
-		moved=$(paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") |
-			awk -v need=$((2 * hip_mib * 1048576)) 'NF == 2 { if ($2 - $1 < need) bad++ } END { print bad + 0 }')
-		if [ "$moved" = 0 ]; then
-			tap_ok "$tag: hip_workload's copies ran on every GPU's SDMA engine ($before-> $after bytes)"
-		else
-			tap_not_ok "$tag: hip_workload's copies ran on every GPU's SDMA engine" \
-				"bytes before: $before; after: $after"
-		fi
+		tap_sdma_moved "$tag: hip_workload's copies ran on every GPU's SDMA engine" "$before" $((2 * hip_mib * 1048576))
 		aql=$(dmesg | sed -n "/33-rocm-userlands: $version hip_workload\$/,\$p" | grep '\[aql\]')
 		if [ -z "$aql" ]; then
 			tap_ok "$tag: the kernel log has no AQL error from hip_workload"
