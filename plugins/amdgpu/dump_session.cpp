@@ -13,8 +13,10 @@
 #include "transient_retry.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -74,13 +76,62 @@ void DumpSession::check_kfd_version()
 	version_checked_ = true;
 }
 
+void DumpSession::checkpoint_task(pid_t pid, TaskGpuFiles files)
+{
+	for (unique_fd &fd : files.kfd) {
+		check_kfd_version();
+		const std::string file = strprintf("/dev/kfd of pid %d", static_cast<int>(pid));
+		kfd::ProcessInfo info;
+		PausedProcess &paused = pause(fd.get(), file, pid, info);
+		paused.taken = checkpoint(paused.fd.get(), info);
+		count_buffers(pid, *paused.taken);
+	}
+	for (const TaskDmabufFd &d : files.dmabufs) // of a GPU process: the GPU's own memory, most likely
+		if (!files.kfd.empty())
+			census_.add({ d.dev, d.ino }, { .pid = pid, .size = d.size, .fd = d.fd });
+	refuse_shared_buffers();
+}
+
+void DumpSession::close_census()
+{
+	if (census_closed_)
+		return;
+	census_closed_ = true;
+	const std::optional<ForeignVram> f = census_.foreign_vram();
+	if (!f)
+		return;
+	std::string where;
+	for (const BufferHold &h : f->candidates)
+		where += strprintf("%s%s of %s", where.empty() ? "" : "; ", describe_size(h.size).c_str(),
+				   describe_holds({ h }).c_str());
+	fail(-EBUSY,
+	     "the dumped processes hold %s of VRAM that none of them allocated (their VRAM buffers, each counted "
+	     "once: %s; KFD charged them %s): they imported it, from a process outside the dump (or from a "
+	     "render node). Restored, they would hold a copy of their own that its owner no longer sees, so the "
+	     "dump is refused and the processes run on; dump the whole job (its first process with --tree). "
+	     "The buffers it may be: %s",
+	     describe_size(f->bytes).c_str(), describe_size(f->vram).c_str(), describe_size(f->charged).c_str(),
+	     where.empty() ? "not told apart" : where.c_str());
+}
+
 void DumpSession::dump_kfd(int task_fd, uint32_t id)
 {
 	const auto start = std::chrono::steady_clock::now();
-	check_kfd_version();
-	kfd::ProcessInfo info;
-	const PausedProcess &paused = pause(task_fd, id, info);
-	const Checkpoint cp = checkpoint(paused.fd.get(), info);
+	close_census();
+	PausedProcess *taken = nullptr;
+	for (PausedProcess &p : paused_)
+		if (p.taken && same_open_file(p.fd.get(), task_fd))
+			taken = &p;
+	std::optional<Checkpoint> own;
+	if (!taken) { // criu before 4.1: nothing was taken before
+		check_kfd_version();
+		kfd::ProcessInfo info;
+		PausedProcess &paused = pause(task_fd, strprintf("/dev/kfd file id %u", id), std::nullopt, info);
+		own = checkpoint(paused.fd.get(), info);
+		count_buffers(paused.host_pid, *own);
+		refuse_shared_buffers();
+	}
+	const Checkpoint &cp = taken ? *taken->taken : *own;
 	const std::map<uint32_t, uint32_t> actual_to_user = user_gpu_ids(cp);
 	try {
 		write_kfd_image(id, cp, actual_to_user);
@@ -90,36 +141,55 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 		throw;
 	}
 	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-	pr_info("pid %u: saved %s (%zu GPUs, %u BOs, %u queues/events) in %.1f ms", info.pid,
-		kfd_image_name(id).c_str(), actual_to_user.size(), info.num_bos, info.num_objects, ms);
+	pr_info("pid %u: saved %s (%zu GPUs, %u BOs, %u queues/events) in %.1f ms", cp.info.pid,
+		kfd_image_name(id).c_str(), actual_to_user.size(), cp.info.num_bos, cp.info.num_objects, ms);
+	if (taken)
+		taken->taken.reset(); // the dma-buf fds go now, the queues stay paused
+}
+
+// Reached only where checkpoint_task() did not see the fd (criu before 4.1), or did and let it be.
+void DumpSession::dump_dmabuf(int fd, uint32_t id)
+{
+	close_census();
+	struct stat st = {};
+	if (fstat(fd, &st))
+		fail_errno(errno, "cannot stat dma-buf file id %u", id);
+	const std::optional<BufferKey> key = driver_.dmabuf_key(fd);
+	if (key)
+		census_.add(*key, { .pid = traced_task_holding(fd).value_or(0),
+				    .size = static_cast<uint64_t>(st.st_size),
+				    .file_id = static_cast<int>(id) });
+	refuse_shared_buffers();
+	fail(-ENOTSUP, "file id %u is a dma-buf this plugin cannot save", id);
 }
 
 // The guard learns of the task before its queues stop, so that no moment is left uncovered.
-pid_t DumpSession::watch_task(int kfd_fd, uint32_t id)
+pid_t DumpSession::watch_task(int kfd_fd, const std::string &file, std::optional<pid_t> known)
 {
-	const pid_t host_pid = traced_task_holding(kfd_fd).value_or(0);
+	const pid_t host_pid = known ? *known : traced_task_holding(kfd_fd).value_or(0);
 	if (host_pid)
 		guard().watch(host_pid, kfd_fd);
 	else
-		pr_warn("file id %u: no task traced by criu holds this /dev/kfd file; should criu die during "
+		pr_warn("%s: no task traced by criu holds this /dev/kfd file; should criu die during "
 			"the dump, nothing would resume its GPU queues",
-			id);
+			file.c_str());
 	return host_pid;
 }
 
-DumpSession::PausedProcess &DumpSession::pause(int task_fd, uint32_t id, kfd::ProcessInfo &info)
+DumpSession::PausedProcess &DumpSession::pause(int task_fd, const std::string &file, std::optional<pid_t> known,
+					       kfd::ProcessInfo &info)
 {
 	unique_fd fd(fcntl(task_fd, F_DUPFD_CLOEXEC, 0));
 	if (!fd)
-		fail_errno(errno, "cannot duplicate /dev/kfd file id %u", id);
-	const pid_t host_pid = watch_task(fd.get(), id);
+		fail_errno(errno, "cannot duplicate %s", file.c_str());
+	const pid_t host_pid = watch_task(fd.get(), file, known);
 	if (const int ret = driver_.criu_process_info(fd.get(), info)) {
 		if (host_pid)
 			guard().resumed(host_pid); // KFD leaves the queues running when PROCESS_INFO fails
-		fail_errno(ret, "KFD PROCESS_INFO failed for file id %u", id);
+		fail_errno(ret, "KFD PROCESS_INFO failed for %s", file.c_str());
 	}
 	// From here on the queues are paused: finish() must resume them whatever happens next.
-	paused_.push_back({ std::move(fd), info.pid, host_pid });
+	paused_.push_back({ std::move(fd), info.pid, host_pid, std::nullopt });
 	pr_info("pid %u: queues paused; %u GPUs, %u BOs, %u queues/events, %llu bytes of driver state", info.pid,
 		info.num_devices, info.num_bos, info.num_objects, static_cast<unsigned long long>(info.priv_data_size));
 	if (info.num_devices == 0 || info.num_devices > kMaxDevices || info.num_bos > kMaxBos ||
@@ -161,6 +231,69 @@ DumpSession::Checkpoint DumpSession::checkpoint(int kfd_fd, const kfd::ProcessIn
 		if (bo.dmabuf_fd != KFD_INVALID_FD)
 			cp.dmabufs.emplace_back(static_cast<int>(bo.dmabuf_fd));
 	return cp;
+}
+
+void DumpSession::count_buffers(pid_t host_pid, const Checkpoint &cp)
+{
+	const pid_t pid = host_pid ? host_pid : static_cast<pid_t>(cp.info.pid);
+	for (const auto &bo : cp.bos) {
+		if (bo.dmabuf_fd == KFD_INVALID_FD)
+			continue;
+		const std::optional<BufferKey> key = driver_.dmabuf_key(static_cast<int>(bo.dmabuf_fd));
+		if (!key)
+			fail(-EINVAL,
+			     "pid %d: KFD CHECKPOINT handed out fd %u for the buffer at 0x%llx, which is no dma-buf",
+			     static_cast<int>(pid), bo.dmabuf_fd, static_cast<unsigned long long>(bo.addr));
+		uint32_t gpu_id = bo.gpu_id; // the user id: name the GPU by the actual one where known
+		for (const auto &dev : cp.devices)
+			if (dev.user_gpu_id == bo.gpu_id)
+				gpu_id = dev.actual_gpu_id;
+		census_.add(*key, { .pid = pid,
+				    .gpu_id = gpu_id,
+				    .addr = bo.addr,
+				    .size = bo.size,
+				    .alloc_flags = bo.alloc_flags });
+	}
+	bool known = host_pid != 0;
+	for (const auto &dev : cp.devices) {
+		const std::optional<uint64_t> bytes =
+			known ? driver_.vram_charged(host_pid, dev.actual_gpu_id) : std::nullopt;
+		if (!bytes) {
+			known = false;
+			break;
+		}
+		census_.charge(pid, *bytes);
+	}
+	if (!known) {
+		census_.charge_unknown(pid);
+		pr_debug("pid %d: KFD's VRAM charge is not in sysfs; VRAM from outside the dump goes unnoticed",
+			 static_cast<int>(pid));
+	}
+}
+
+// Shared memory cannot be restored shared (yet): each process would get a buffer of its own.
+void DumpSession::refuse_shared_buffers() const
+{
+	const std::vector<SharedBuffer> shared = census_.shared();
+	if (shared.empty())
+		return;
+	const SharedBuffer &b = shared.front();
+	const bool fd = std::any_of(b.holds.begin(), b.holds.end(), [](const BufferHold &h) { return h.held_fd(); });
+	const size_t buckets = static_cast<size_t>(
+		std::count_if(b.holds.begin(), b.holds.end(), [](const BufferHold &h) { return !h.held_fd(); }));
+	std::string why;
+	if (buckets > 1)
+		why = "KFD RESTORE gives every holder a new buffer of its own, and this plugin cannot yet make them "
+		      "one "
+		      "again: restored, they would no longer see each other's writes";
+	if (fd)
+		why += std::string(why.empty() ? "" : "; ") +
+		       (buckets ? "this plugin cannot yet restore a dma-buf fd onto the restored buffer"
+				: "it is memory of no GPU process of the dump (another process's, or a render node's), "
+				  "which a restore cannot bring back");
+	fail(-EBUSY, "a GPU buffer of %s is shared: %s. %s, so the dump is refused and the processes run on%s",
+	     describe_size(b.size()).c_str(), describe_holds(b.holds).c_str(), why.c_str(),
+	     shared.size() > 1 ? strprintf(" (%zu shared buffers in all)", shared.size()).c_str() : "");
 }
 
 // actual gpu_id -> the one the process knows, for the GPUs it uses (all of which criu must see).

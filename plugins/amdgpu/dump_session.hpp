@@ -9,6 +9,13 @@
 // on (--leave-running, a failure here or anywhere later in criu). While they are paused a guard
 // process (dump_guard.hpp) stands ready to resume them should criu die. Render-node files become
 // amdgpu-renderD-<id>.img naming their GPU.
+//
+// GPU memory shared between processes (shared_buffers.hpp) cannot be restored shared, so a dump
+// that finds any is refused, and the processes run on. criu 4.1 and newer let the session look at
+// every task of the tree before anything is written (CHECKPOINT_DEVICES, after criu froze the
+// tree): there the session pauses and checkpoints each task's KFD files at once, and refuses
+// before the first image. Older criu hands the files one by one: sharing is found when the second
+// process that holds a buffer comes.
 #pragma once
 
 #include "bo_transfer.hpp"
@@ -17,6 +24,8 @@
 #include "image_store.hpp"
 #include "kfd_ioctl.hpp"
 #include "options.hpp"
+#include "shared_buffers.hpp"
+#include "task_fds.hpp"
 #include "topology.hpp"
 #include "unique_fd.hpp"
 
@@ -41,8 +50,20 @@ public:
 	DumpSession(const DumpSession &) = delete;
 	DumpSession &operator=(const DumpSession &) = delete;
 
+	// criu 4.1+: task `pid` (criu's pid namespace) of the frozen tree, before anything is dumped.
+	// Its KFD files (taken from its fd table) are paused and checkpointed now; dump_kfd() writes
+	// them later. Throws Error for GPU memory shared in a way a restore could not keep.
+	void checkpoint_task(pid_t pid, TaskGpuFiles files);
+	// criu 4.1+: every task went through checkpoint_task(); judges what only the whole tree
+	// tells (VRAM imported from outside it). Called by the first hook after them; idempotent.
+	void close_census();
+
 	void dump_kfd(int fd, uint32_t id);
 	void dump_render_node(uint32_t id, unsigned int minor);
+	// A dma-buf fd a task holds. Always refused: the plugin cannot give it back.
+	void dump_dmabuf(int fd, uint32_t id);
+	// Whether a process with KFD state was met: the dma-buf fds of such a dump are the plugin's.
+	bool met_gpu_process() const { return !paused_.empty(); }
 
 	// Resumes the queues of every process this session paused. Safe to call more than once;
 	// failures are logged (there is nobody left to return them to). In any process but the one
@@ -52,12 +73,6 @@ public:
 	void finish();
 
 private:
-	struct PausedProcess {
-		unique_fd fd;	    // our dup of the task's /dev/kfd file
-		uint32_t pid = 0;   // in the task's pid namespace
-		pid_t host_pid = 0; // in criu's, when found (what the guard knows it by)
-	};
-
 	// What KFD CHECKPOINT gave for one process; the dma-buf fds it installed are owned here.
 	struct Checkpoint {
 		kfd::ProcessInfo info;
@@ -67,14 +82,26 @@ private:
 		std::vector<unique_fd> dmabufs;
 	};
 
+	struct PausedProcess {
+		unique_fd fd;			 // our dup of the task's /dev/kfd file
+		uint32_t pid = 0;		 // in the task's pid namespace
+		pid_t host_pid = 0;		 // in criu's, when found (what the guard knows it by)
+		std::optional<Checkpoint> taken; // by checkpoint_task(), until dump_kfd() writes it
+	};
+
 	DumpGuard &guard();
 	const Topology &local_topology();
 	void check_kfd_version();
 	// The steps of dump_kfd, in order.
-	PausedProcess &pause(int task_fd, uint32_t id, kfd::ProcessInfo &info);
+	// `file` names the file in messages; `host_pid` is the task when known (else it is looked for).
+	PausedProcess &pause(int task_fd, const std::string &file, std::optional<pid_t> host_pid,
+			     kfd::ProcessInfo &info);
 	void refuse_secondary_contexts(pid_t pid);
-	pid_t watch_task(int kfd_fd, uint32_t id);
+	pid_t watch_task(int kfd_fd, const std::string &file, std::optional<pid_t> host_pid);
 	Checkpoint checkpoint(int kfd_fd, const kfd::ProcessInfo &info);
+	// Adds the process's VRAM/GTT buckets and its VRAM charge to the census; refuses sharing.
+	void count_buffers(pid_t host_pid, const Checkpoint &cp);
+	void refuse_shared_buffers() const;
 	std::map<uint32_t, uint32_t> user_gpu_ids(const Checkpoint &cp);
 	void write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user);
 	void save_contents(uint32_t id, const Checkpoint &cp);
@@ -93,6 +120,8 @@ private:
 	std::map<uint32_t, unique_fd> render_fds_; // by gpu_id, for the copy engine
 	// actual gpu_id -> the gpu_id the dumped processes know it by (they differ after a migration).
 	std::map<uint32_t, uint32_t> user_gpu_ids_;
+	SharedBufferCensus census_;
+	bool census_closed_ = false;
 	bool version_checked_ = false;
 	pid_t owner_; // the criu process that pauses and resumes
 };

@@ -4,11 +4,14 @@
 #include "device_files.hpp"
 #include "error.hpp"
 #include "kfd_contexts.hpp"
+#include "task_fds.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <cerrno>
+#include <fstream>
 
 namespace amdgpu {
 
@@ -44,6 +47,22 @@ public:
 	std::vector<uint32_t> secondary_contexts(pid_t pid) override
 	{
 		return secondary_kfd_contexts(std::filesystem::path(kKfdProcDir) / std::to_string(pid));
+	}
+	std::optional<BufferKey> dmabuf_key(int fd) override
+	{
+		struct stat st;
+		if (!is_dmabuf(fd) || fstat(fd, &st))
+			return std::nullopt;
+		return BufferKey { static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino) };
+	}
+	std::optional<uint64_t> vram_charged(pid_t pid, uint32_t gpu_id) override
+	{
+		std::ifstream in(std::filesystem::path(kKfdProcDir) / std::to_string(pid) /
+				 ("vram_" + std::to_string(gpu_id)));
+		uint64_t bytes;
+		if (!(in >> bytes))
+			return std::nullopt;
+		return bytes;
 	}
 };
 

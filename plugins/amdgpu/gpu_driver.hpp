@@ -10,10 +10,12 @@
 #pragma once
 
 #include "kfd_ioctl.hpp"
+#include "shared_buffers.hpp"
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +46,13 @@ public:
 	// The ids of the secondary KFD contexts (kfd_contexts.hpp) of task `pid`, in criu's pid
 	// namespace; none on a kernel without them.
 	virtual std::vector<uint32_t> secondary_contexts(pid_t pid) = 0;
+
+	// The buffer behind a dma-buf fd CHECKPOINT handed out (shared_buffers.hpp), or nothing when
+	// the fd is no dma-buf.
+	virtual std::optional<BufferKey> dmabuf_key(int fd) = 0;
+	// The bytes of VRAM KFD charged task `pid` (criu's pid namespace) on GPU `gpu_id` (actual),
+	// from sysfs; nothing when the kernel does not show it.
+	virtual std::optional<uint64_t> vram_charged(pid_t pid, uint32_t gpu_id) = 0;
 };
 
 inline constexpr const char *kDriDir = "/dev/dri";

@@ -62,6 +62,7 @@ __attribute__((constructor)) void register_hooks()
 		{ kHookHandleDeviceVma, reinterpret_cast<void *>(hooks::handle_device_vma) },
 		{ kHookUpdateVmaMap, reinterpret_cast<void *>(hooks::update_vma_map) },
 		{ kHookResumeDevicesLate, reinterpret_cast<void *>(hooks::resume_devices_late) },
+		{ kHookCheckpointDevices, reinterpret_cast<void *>(hooks::checkpoint_devices) },
 	};
 	const CriuAbi &abi = running_criu();
 	CR_PLUGIN_DESC.max_hooks = abi.hooks;

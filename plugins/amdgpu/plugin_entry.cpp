@@ -230,12 +230,29 @@ void exit(int stage, int ret)
 	});
 }
 
+// criu 4.1+, for every task of the frozen tree before anything is dumped: the task's GPU state is
+// taken now, so that a dump that cannot be restored is refused before anything is written.
+int checkpoint_devices(int pid)
+{
+	return guarded("checkpoint_devices", [&] {
+		TaskGpuFiles files = gpu_files_of_task(static_cast<pid_t>(pid));
+		if (files.kfd.empty())
+			return -ENOTSUP;
+		dump_session().checkpoint_task(static_cast<pid_t>(pid), std::move(files));
+		return 0;
+	});
+}
+
 int dump_ext_file(int fd, int id)
 {
 	return guarded("dump_ext_file", [&] {
 		struct stat st;
 		if (fstat(fd, &st))
 			fail_errno(errno, "cannot stat file id %d (fd %d)", id, fd);
+		if (is_dmabuf(fd) && run && run->dump && run->dump->met_gpu_process()) {
+			run->dump->dump_dmabuf(fd, static_cast<uint32_t>(id));
+			return 0;
+		}
 		const GpuFileKind kind = classify_device(st);
 		if (kind == GpuFileKind::none)
 			return -ENOTSUP;
@@ -267,6 +284,8 @@ int handle_device_vma(int fd, const struct stat *st)
 		if (kind == GpuFileKind::none)
 			return -ENOTSUP;
 		name_plugin_in_inventory();
+		if (run && run->dump)
+			run->dump->close_census();
 		pr_debug("accepting mapping of %s", to_string(kind));
 		return 0;
 	});

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "task_fds.hpp"
 
+#include "device_files.hpp"
 #include "error.hpp"
 
 #include <dirent.h>
 #include <linux/kcmp.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -130,6 +133,73 @@ std::optional<pid_t> traced_task_holding(int fd)
 			return static_cast<pid_t>(pid);
 	}
 	return std::nullopt;
+}
+
+bool same_open_file(int a, int b)
+{
+	const pid_t self = getpid();
+	return syscall(SYS_kcmp, self, self, KCMP_FILE, a, b) == 0;
+}
+
+namespace {
+
+#ifndef DMA_BUF_MAGIC
+#define DMA_BUF_MAGIC 0x444d4142 // "DMAB": the dma-buf file system's magic (linux/magic.h)
+#endif
+
+bool on_dmabuf_fs(const struct statfs &sfs)
+{
+	return static_cast<unsigned long>(sfs.f_type) == DMA_BUF_MAGIC;
+}
+
+} // namespace
+
+bool is_dmabuf(int fd)
+{
+	struct statfs sfs;
+	return fstatfs(fd, &sfs) == 0 && on_dmabuf_fs(sfs);
+}
+
+TaskGpuFiles gpu_files_of_task(pid_t pid)
+{
+	TaskGpuFiles files;
+	const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+	std::unique_ptr<DIR, int (*)(DIR *)> fds(opendir(fd_dir.c_str()), closedir);
+	if (!fds)
+		return files;
+	unique_fd pidfd;
+	while (const dirent *f = readdir(fds.get())) {
+		char *end;
+		const long n = strtol(f->d_name, &end, 10);
+		if (*end || end == f->d_name)
+			continue;
+		const std::string path = fd_dir + "/" + f->d_name;
+		struct stat st;
+		if (stat(path.c_str(), &st))
+			continue;
+		if (classify_device(st) == GpuFileKind::kfd) {
+			if (!pidfd)
+				pidfd = unique_fd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+			if (!pidfd)
+				fail_errno(errno, "cannot open a pidfd of pid %d to take its /dev/kfd file",
+					   static_cast<int>(pid));
+			unique_fd copy(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd.get(), static_cast<int>(n), 0)));
+			if (!copy)
+				fail_errno(errno, "cannot take /dev/kfd (fd %ld) of pid %d", n, static_cast<int>(pid));
+			bool seen = false;
+			for (const unique_fd &k : files.kfd)
+				seen = seen || same_open_file(k.get(), copy.get());
+			if (!seen)
+				files.kfd.push_back(std::move(copy));
+			continue;
+		}
+		struct statfs sfs;
+		if (!S_ISCHR(st.st_mode) && statfs(path.c_str(), &sfs) == 0 && on_dmabuf_fs(sfs))
+			files.dmabufs.push_back({ static_cast<int>(n), static_cast<uint64_t>(st.st_dev),
+						  static_cast<uint64_t>(st.st_ino),
+						  static_cast<uint64_t>(st.st_size) });
+	}
+	return files;
 }
 
 } // namespace amdgpu

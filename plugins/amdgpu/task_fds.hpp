@@ -4,10 +4,14 @@
 // those of the tasks criu holds.
 #pragma once
 
+#include "unique_fd.hpp"
+
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace amdgpu {
 
@@ -24,5 +28,28 @@ bool has_socket_connected_to(const std::string &path);
 // pid in this process's pid namespace. kcmp(KCMP_FILE) decides; a file held by several traced
 // tasks names the first found.
 std::optional<pid_t> traced_task_holding(int fd);
+
+// True when fds `a` and `b` of this process refer to the same open file: kcmp(KCMP_FILE).
+bool same_open_file(int a, int b);
+
+// The GPU files in the fd table of task `pid` (criu's pid namespace), which this process may
+// ptrace (criu's dumping process, once it froze the task): a copy of each distinct /dev/kfd open
+// file (pidfd_getfd(), the same open file the task holds, so KFD's CRIU operations on it act on
+// the task's KFD process), and the dma-buf fds, by number, with the inode and size of each
+// one's buffer. A task that is gone has none. Throws Error when a /dev/kfd file cannot be taken.
+struct TaskDmabufFd {
+	int fd = -1; // its number in the task
+	uint64_t dev = 0;
+	uint64_t ino = 0;
+	uint64_t size = 0;
+};
+struct TaskGpuFiles {
+	std::vector<unique_fd> kfd;
+	std::vector<TaskDmabufFd> dmabufs;
+};
+TaskGpuFiles gpu_files_of_task(pid_t pid);
+
+// True when `fd` is a dma-buf (its file system is the kernel's dma-buf one).
+bool is_dmabuf(int fd);
 
 } // namespace amdgpu

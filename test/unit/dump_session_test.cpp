@@ -10,12 +10,16 @@
 #include "metadata_images.hpp"
 #include "options.hpp"
 #include "support/fake_gpu.hpp"
+#include "support/sleeping_child.hpp"
 #include "support/temp_dir.hpp"
 #include "topology_fixtures.hpp"
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -213,6 +217,143 @@ TEST_F(DumpSessionTest, ATransientUnpauseFailureIsTriedAgain)
 	gpu.fail(Op::unpause, -EIO);
 	EXPECT_FALSE(dump());
 	EXPECT_EQ(gpu.count(Op::unpause), 2);
+}
+
+// criu 4.1+ hands every task of the frozen tree to checkpoint_task() before anything is dumped.
+class DumpTreeTest : public DumpSessionTest {
+protected:
+	~DumpTreeTest() override
+	{
+		for (const pid_t t : tasks) {
+			kill(t, SIGKILL);
+			waitpid(t, nullptr, 0);
+		}
+		for (const int fd : task_fds)
+			close(fd);
+	}
+
+	// A task of the tree with a /dev/kfd file (an eventfd stands for it).
+	pid_t task()
+	{
+		tasks.push_back(test::sleeping_child());
+		task_fds.push_back(eventfd(0, EFD_CLOEXEC));
+		return tasks.back();
+	}
+	TaskGpuFiles files_of(size_t i)
+	{
+		TaskGpuFiles files;
+		files.kfd.emplace_back(fcntl(task_fds[i], F_DUPFD_CLOEXEC, 0));
+		return files;
+	}
+
+	std::vector<pid_t> tasks;
+	std::vector<int> task_fds;
+};
+
+TEST_F(DumpTreeTest, TakesEachTaskOnceBeforeAnythingIsWrittenAndWritesItWhenCriuHandsTheFile)
+{
+	task();
+	task();
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		session.checkpoint_task(tasks[0], files_of(0));
+		session.checkpoint_task(tasks[1], files_of(1));
+		EXPECT_EQ(gpu.count(Op::checkpoint), 2);
+		EXPECT_EQ(image_files(images.path()), std::vector<std::string>()) << "written before the tree was seen";
+		session.close_census();
+		session.dump_kfd(task_fds[1], kFileId + 1);
+		session.dump_kfd(task_fds[0], kFileId);
+		EXPECT_EQ(gpu.count(Op::process_info), 2) << "a task taken before was paused again";
+		EXPECT_EQ(gpu.count(Op::checkpoint), 2) << "a task taken before was checkpointed again";
+		EXPECT_EQ(gpu.count(Op::unpause), 0) << "queues resumed while criu still dumps";
+		session.finish();
+	}
+	EXPECT_EQ(gpu.count(Op::unpause), 2);
+	EXPECT_TRUE(read_criu_kfd(ImageDir::files(images.fd()), kFileId));
+	EXPECT_TRUE(read_criu_kfd(ImageDir::files(images.fd()), kFileId + 1));
+}
+
+TEST_F(DumpTreeTest, ABufferTwoTasksShareRefusesTheDumpBeforeAnythingIsWrittenAndTheQueuesRunOn)
+{
+	gpu.shared_bos = { 0 }; // the first VRAM BO is one buffer in both tasks
+	task();
+	task();
+	std::optional<Error> error;
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		session.checkpoint_task(tasks[0], files_of(0));
+		try {
+			session.checkpoint_task(tasks[1], files_of(1));
+		} catch (const Error &e) {
+			error = e;
+		}
+		session.finish();
+	}
+	ASSERT_TRUE(error) << "two tasks sharing a buffer were dumped";
+	EXPECT_EQ(error->err(), -EBUSY);
+	const std::string msg = error->what();
+	EXPECT_NE(msg.find("a GPU buffer of 64 KiB (65536 bytes) is shared"), std::string::npos) << msg;
+	EXPECT_NE(msg.find(strprintf("pid %d (VRAM on GPU", tasks[0])), std::string::npos) << msg;
+	EXPECT_NE(msg.find(strprintf("pid %d (VRAM on GPU", tasks[1])), std::string::npos) << msg;
+	EXPECT_NE(msg.find("the processes run on"), std::string::npos) << msg;
+	EXPECT_EQ(gpu.count(Op::unpause), 2) << "a task's queues stay paused";
+	EXPECT_EQ(image_files(images.path()), std::vector<std::string>());
+}
+
+TEST_F(DumpTreeTest, ADmabufFdOfATaskRefusesTheDumpNamingTheFdAndItsBuffer)
+{
+	gpu.shared_bos = { 0 };
+	task();
+	std::optional<Error> error;
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		TaskGpuFiles files = files_of(0);
+		files.dmabufs.push_back({ .fd = 9, .dev = 1, .ino = 0, .size = 1 << 16 }); // FakeGpu's key of BO 0
+		try {
+			session.checkpoint_task(tasks[0], std::move(files));
+		} catch (const Error &e) {
+			error = e;
+		}
+		session.finish();
+	}
+	ASSERT_TRUE(error);
+	const std::string msg = error->what();
+	EXPECT_NE(msg.find(strprintf("pid %d (dma-buf fd 9)", tasks[0])), std::string::npos) << msg;
+	EXPECT_NE(msg.find("cannot yet restore a dma-buf fd"), std::string::npos) << msg;
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+}
+
+TEST_F(DumpTreeTest, VramNoTaskOfTheTreeWasChargedForRefusesTheDumpAsImportedFromOutside)
+{
+	gpu.vram_charge = 0; // KFD charged the task nothing: every VRAM buffer of it was imported
+	task();
+	std::optional<Error> error;
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		session.checkpoint_task(tasks[0], files_of(0));
+		try {
+			session.close_census();
+		} catch (const Error &e) {
+			error = e;
+		}
+		session.finish();
+	}
+	ASSERT_TRUE(error);
+	const std::string msg = error->what();
+	EXPECT_NE(msg.find("256 KiB (262144 bytes) of VRAM that none of them allocated"), std::string::npos) << msg;
+	EXPECT_NE(msg.find("they imported it, from a process outside the dump"), std::string::npos) << msg;
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+	EXPECT_EQ(image_files(images.path()), std::vector<std::string>());
+}
+
+TEST_F(DumpTreeTest, VramEveryTaskWasChargedForIsNoObstacle)
+{
+	gpu.vram_charge = 2 << 16; // each GPU: its two VRAM BOs
+	task();
+	DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+	session.checkpoint_task(tasks[0], files_of(0));
+	EXPECT_NO_THROW(session.close_census());
+	session.finish();
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -90,6 +91,13 @@ public:
 		return contexts;
 	}
 	std::vector<uint32_t> contexts; // what sysfs lists for the task
+	// Each dma-buf CHECKPOINT hands out is a buffer of its own, but for the BOs (by index) named
+	// here: those are one buffer in every checkpoint, as a buffer that processes share.
+	std::set<size_t> shared_bos;
+	std::optional<BufferKey> dmabuf_key(int fd) override;
+	// KFD's VRAM charge of every process on every GPU; unknown when unset.
+	std::optional<uint64_t> vram_charge;
+	std::optional<uint64_t> vram_charged(pid_t, uint32_t) override { return vram_charge; }
 	pid_t contexts_asked_for = 0;
 	std::vector<CopyStats> copy(CopyDirection direction, std::span<const GpuCopyJob> jobs,
 				    const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size) override;
@@ -103,6 +111,8 @@ private:
 	std::vector<kfd_criu_bo_bucket> bos_;
 	std::vector<Call> calls_;
 	std::vector<std::pair<Op, int>> handed_out_;
+	std::map<int, BufferKey> keys_; // of the dma-bufs handed out, by fd
+	uint64_t next_key_ = 1;
 	std::set<unsigned int> hidden_minors_;
 	std::optional<Op> fail_op_;
 	int fail_err_ = -EIO;

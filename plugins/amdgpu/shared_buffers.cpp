@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "shared_buffers.hpp"
+
+#include "error.hpp"
+#include "kfd_ioctl.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace amdgpu {
+
+namespace {
+
+bool is_vram(const BufferHold &h)
+{
+	return !h.held_fd() && (h.alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+}
+
+// Buckets, not fds: a dma-buf fd is no second copy of a buffer a bucket holds.
+size_t buckets(const std::vector<BufferHold> &holds)
+{
+	return static_cast<size_t>(
+		std::count_if(holds.begin(), holds.end(), [](const BufferHold &h) { return !h.held_fd(); }));
+}
+
+} // namespace
+
+bool SharedBuffer::vram() const
+{
+	return std::any_of(holds.begin(), holds.end(), is_vram);
+}
+
+std::vector<pid_t> SharedBuffer::pids() const
+{
+	std::vector<pid_t> pids;
+	for (const BufferHold &h : holds)
+		if (std::find(pids.begin(), pids.end(), h.pid) == pids.end())
+			pids.push_back(h.pid);
+	return pids;
+}
+
+void SharedBufferCensus::add(const BufferKey &key, const BufferHold &hold)
+{
+	auto [it, added] = holds_.try_emplace(key);
+	if (added)
+		order_.push_back(key);
+	it->second.push_back(hold);
+}
+
+void SharedBufferCensus::charge(pid_t pid, uint64_t bytes)
+{
+	charged_[pid] += bytes;
+}
+
+void SharedBufferCensus::charge_unknown(pid_t pid)
+{
+	uncharged_.push_back(pid);
+}
+
+std::vector<SharedBuffer> SharedBufferCensus::shared() const
+{
+	std::vector<SharedBuffer> out;
+	for (const BufferKey &key : order_) {
+		const std::vector<BufferHold> &holds = holds_.at(key);
+		if (holds.size() > 1 || holds.front().held_fd())
+			out.push_back({ key, holds });
+	}
+	return out;
+}
+
+std::vector<BufferHold> SharedBufferCensus::holds_of(const BufferKey &key) const
+{
+	const auto it = holds_.find(key);
+	return it == holds_.end() ? std::vector<BufferHold> {} : it->second;
+}
+
+std::optional<ForeignVram> SharedBufferCensus::foreign_vram() const
+{
+	if (!uncharged_.empty())
+		return std::nullopt;
+	ForeignVram f;
+	std::map<pid_t, uint64_t> vram_of; // VRAM bytes in each process's buckets
+	for (const BufferKey &key : order_) {
+		const std::vector<BufferHold> &holds = holds_.at(key);
+		if (!std::any_of(holds.begin(), holds.end(), is_vram))
+			continue;
+		f.vram += holds.front().size;
+		for (const BufferHold &h : holds)
+			if (is_vram(h))
+				vram_of[h.pid] += h.size;
+	}
+	for (const auto &[pid, bytes] : charged_)
+		f.charged += bytes;
+	if (f.vram <= f.charged)
+		return std::nullopt;
+	f.bytes = f.vram - f.charged;
+
+	std::set<pid_t> importers; // processes holding more VRAM than they were charged
+	for (const auto &[pid, bytes] : vram_of) {
+		const auto c = charged_.find(pid);
+		if (bytes > (c == charged_.end() ? 0 : c->second))
+			importers.insert(pid);
+	}
+	for (const BufferKey &key : order_) {
+		const std::vector<BufferHold> &holds = holds_.at(key);
+		if (buckets(holds) == 1 && is_vram(holds.front()) && importers.count(holds.front().pid))
+			f.candidates.push_back(holds.front());
+	}
+	return f;
+}
+
+std::string describe_size(uint64_t bytes)
+{
+	if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0)
+		return strprintf("%llu MiB (%llu bytes)", static_cast<unsigned long long>(bytes >> 20),
+				 static_cast<unsigned long long>(bytes));
+	if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0)
+		return strprintf("%llu KiB (%llu bytes)", static_cast<unsigned long long>(bytes >> 10),
+				 static_cast<unsigned long long>(bytes));
+	return strprintf("%llu bytes", static_cast<unsigned long long>(bytes));
+}
+
+std::string describe_holds(const std::vector<BufferHold> &holds)
+{
+	std::string out;
+	for (const BufferHold &h : holds) {
+		if (!out.empty())
+			out += ", ";
+		if (h.fd >= 0)
+			out += strprintf("pid %d (dma-buf fd %d)", static_cast<int>(h.pid), h.fd);
+		else if (h.held_fd())
+			out += strprintf("pid %d (a dma-buf fd, criu file id %d)", static_cast<int>(h.pid), h.file_id);
+		else
+			out += strprintf("pid %d (%s on GPU 0x%04x at 0x%llx)", static_cast<int>(h.pid),
+					 h.alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM ? "VRAM" : "GTT", h.gpu_id,
+					 static_cast<unsigned long long>(h.addr));
+	}
+	return out;
+}
+
+} // namespace amdgpu

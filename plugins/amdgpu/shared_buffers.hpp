@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// GPU memory that processes share, as one dump finds it.
+//
+// ROCm's runtime shares a buffer between processes as a dma-buf: the exporter hands a dma-buf fd
+// of its buffer to a peer (ROCr's IPC does it over a Unix socket), which imports it into KFD
+// (IMPORT_DMABUF) or into a render node. Both processes then hold the same memory. KFD's
+// CHECKPOINT does not say which of a process's buffers were imported: an imported buffer comes
+// as a VRAM or GTT bucket like any other. Its RESTORE allocates a new buffer for every bucket, so
+// two processes restored from buckets of one buffer each get a private copy: a job that looks
+// alive, whose ranks no longer see each other's writes.
+//
+// What tells the plugin that two buckets are one buffer: the dma-buf fd CHECKPOINT hands out for
+// a bucket. On kernels that export a buffer through the one dma-buf they keep for it (KFD 1.12,
+// Linux 6.4, and newer: the dma-buf EXPORT_DMABUF hands out; an import's bucket hands out the
+// dma-buf it was imported from), every bucket of one buffer, in any process, comes with the same
+// dma-buf, and a dma-buf is its own inode. A dma-buf fd a task holds itself is one too.
+//
+// What tells it that a buffer came from a process outside the dump: KFD charges each process
+// for the VRAM it allocates (sysfs /sys/class/kfd/kfd/proc/<pid>/vram_<gpu_id>) and not for what
+// it imports. So the VRAM buffers of the dump, each counted once, may exceed what the dumped
+// processes were charged by no more than what they imported from one another; anything beyond is
+// VRAM that a process outside the dump allocated. The reverse, a buffer of the dump imported by a
+// process outside it, leaves no trace a user-space program can read: the kernel does not list who
+// imported a buffer.
+//
+// This file only counts; the dump session decides what a finding means.
+#pragma once
+
+#include <sys/types.h>
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace amdgpu {
+
+// A dma-buf: the inode of its file.
+struct BufferKey {
+	uint64_t dev = 0;
+	uint64_t ino = 0;
+	auto operator<=>(const BufferKey &) const = default;
+};
+
+// One process's hold on a buffer: a KFD bucket, or a dma-buf fd in its fd table.
+struct BufferHold {
+	pid_t pid = 0;		  // in criu's pid namespace
+	uint32_t gpu_id = 0;	  // actual gpu_id of the bucket's GPU; 0 for an fd
+	uint64_t addr = 0;	  // GPU virtual address of the bucket
+	uint64_t size = 0;	  // bytes
+	uint32_t alloc_flags = 0; // the bucket's KFD_IOC_ALLOC_MEM_FLAGS_*; 0 for an fd
+	int fd = -1;		  // the fd's number in the task, for a held dma-buf fd
+	int file_id = -1;	  // or criu's file id of it, where the number is not known
+	bool held_fd() const { return fd >= 0 || file_id >= 0; }
+};
+
+// A buffer held more than once in the dump, or held through a dma-buf fd.
+struct SharedBuffer {
+	BufferKey key;
+	std::vector<BufferHold> holds; // in the order the dump met them
+	uint64_t size() const { return holds.empty() ? 0 : holds.front().size; }
+	bool vram() const;
+	// The distinct processes holding it.
+	std::vector<pid_t> pids() const;
+};
+
+// VRAM of the dump that no dumped process was charged for.
+struct ForeignVram {
+	uint64_t bytes = 0;   // VRAM buffers (each once) minus what the processes were charged
+	uint64_t vram = 0;    // the dump's VRAM buffers, each counted once
+	uint64_t charged = 0; // what KFD charged the dumped processes
+	// Buffers held by one process only, of processes that hold more VRAM than they were charged:
+	// where the foreign bytes are (not which of them: the kernel does not say).
+	std::vector<BufferHold> candidates;
+};
+
+class SharedBufferCensus {
+public:
+	void add(const BufferKey &key, const BufferHold &hold);
+	// KFD's VRAM charge of `pid` on one of its GPUs (added up). A process whose charge is not
+	// known on each of its GPUs leaves foreign_vram() undecided.
+	void charge(pid_t pid, uint64_t bytes);
+	void charge_unknown(pid_t pid);
+
+	// The buffers held by more than one bucket, or through a dma-buf fd; by first hold.
+	std::vector<SharedBuffer> shared() const;
+	// The holds of buffer `key` so far (none when it is not met).
+	std::vector<BufferHold> holds_of(const BufferKey &key) const;
+	// VRAM from outside the dump, when the charges of every process are known and fall short.
+	std::optional<ForeignVram> foreign_vram() const;
+
+private:
+	std::map<BufferKey, std::vector<BufferHold>> holds_;
+	std::vector<BufferKey> order_;
+	std::map<pid_t, uint64_t> charged_;
+	std::vector<pid_t> uncharged_;
+};
+
+// "4 MiB (4194304 bytes)".
+std::string describe_size(uint64_t bytes);
+// "pid 12 (GPU 0x1234 at 0x7f0000000000), pid 13 (fd 7)".
+std::string describe_holds(const std::vector<BufferHold> &holds);
+
+} // namespace amdgpu
