@@ -139,6 +139,7 @@ private:
 	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
 	void submit(Slot &slot, size_t chunk_index);
 	void emit_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p, uint64_t bo_va);
+	void skip_piece(Slot &slot, const TransferChunk &c, const TransferPiece &p);
 	const MappedBo &mapped_bo(uint32_t index); // imported on first use, while earlier chunks copy
 	ImageWriter &writer();			   // opened at its turn
 	ImageReader &reader();			   // opened at its turn
@@ -228,6 +229,10 @@ void GpuWorker::submit(Slot &slot, size_t chunk_index)
 	ib_.clear();
 	std::vector<amdgpu_bo_handle> resources { slot.staging.handle() };
 	for (const TransferPiece &p : c.pieces) {
+		if (job_.is_elsewhere(p.bo)) {
+			skip_piece(slot, c, p);
+			continue;
+		}
 		const MappedBo &bo = mapped_bo(p.bo);
 		const uint64_t bo_va = bo.va() + p.bo_offset;
 		const uint64_t staging_va = slot.staging.va() + p.slot_offset;
@@ -268,6 +273,20 @@ void GpuWorker::emit_from_image(Slot &slot, const TransferChunk &c, const Transf
 			io_bytes_ += e.len;
 		}
 	}
+}
+
+// A piece of a BO whose bytes another process's image holds: zeros in this image (a hole), and
+// nothing read back into the BO.
+void GpuWorker::skip_piece(Slot &slot, const TransferChunk &c, const TransferPiece &p)
+{
+	if (dir_ == CopyDirection::to_image) {
+		std::memset(slot.memory.data() + p.slot_offset, 0, p.len);
+		return;
+	}
+	const uint64_t at = c.image_offset + p.slot_offset;
+	reader();
+	for (const Extent &e : holes_.split(at, p.len))
+		reader().skip(e.len);
 }
 
 // Nothing to read, and older writers may omit the file. A stream still carries the (empty) image in
@@ -414,21 +433,31 @@ std::exception_ptr first_cause(std::span<const std::exception_ptr> errors, std::
 } // namespace
 
 GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gpu_id,
-		    std::span<const kfd_criu_bo_bucket> bos)
+		    std::span<const kfd_criu_bo_bucket> bos, const std::vector<bool> &elsewhere)
 {
 	GpuCopyJob job;
 	job.image_gpu_id = image_gpu_id;
 	job.gpu_id = gpu_id;
 	job.numa_node = numa_node_of(topology, gpu_id);
-	for (const auto &bo : bos) {
+	for (size_t i = 0; i < bos.size(); i++) {
+		const kfd_criu_bo_bucket &bo = bos[i];
 		if (bo.gpu_id != image_gpu_id || !(bo.alloc_flags & kfd::kContentMemFlags) || !bo.size)
 			continue;
+		if (i < elsewhere.size() && elsewhere[i]) {
+			job.dmabuf_fds.push_back(-1);
+			job.sizes.push_back(bo.size);
+			job.elsewhere.resize(job.sizes.size());
+			job.elsewhere.back() = true;
+			continue;
+		}
 		if (bo.dmabuf_fd == KFD_INVALID_FD)
 			fail(-EINVAL, "GPU 0x%04x: KFD gave no dma-buf for the %llu-byte BO at 0x%llx", image_gpu_id,
 			     static_cast<unsigned long long>(bo.size), static_cast<unsigned long long>(bo.addr));
 		job.dmabuf_fds.push_back(static_cast<int>(bo.dmabuf_fd));
 		job.sizes.push_back(bo.size);
 	}
+	if (!job.elsewhere.empty())
+		job.elsewhere.resize(job.sizes.size());
 	return job;
 }
 

@@ -28,6 +28,10 @@ struct GpuCopyJob {
 	int numa_node = -1;	     // where the staging memory goes; -1 = anywhere
 	std::vector<int> dmabuf_fds; // borrowed; same order as sizes, the image order
 	std::vector<uint64_t> sizes;
+	// Per BO (same order; empty: none): its bytes are another process's to save and restore (a
+	// buffer processes share). Saved as a hole, and not restored.
+	std::vector<bool> elsewhere;
+	bool is_elsewhere(size_t bo) const { return bo < elsewhere.size() && elsewhere[bo]; }
 };
 
 enum class CopyDirection {
@@ -48,10 +52,11 @@ struct CopyStats {
 
 // The copy job of one GPU: its VRAM/GTT BOs among the KFD's buckets (which name GPUs by the id
 // the process knows, `image_gpu_id`), in bucket order, the order of the pages image; staging on
-// the GPU's NUMA node. The caller adds a render fd when the job has BOs. Throws Error(-EINVAL) for
-// a BO the KFD gave no dma-buf for.
+// the GPU's NUMA node. `elsewhere` (per bucket, or empty) marks the BOs whose bytes another
+// process's image holds. The caller adds a render fd when the job has BOs. Throws Error(-EINVAL)
+// for a BO the KFD gave no dma-buf for.
 GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gpu_id,
-		    std::span<const kfd_criu_bo_bucket> bos);
+		    std::span<const kfd_criu_bo_bucket> bos, const std::vector<bool> &elsewhere = {});
 
 // The NUMA node of the CPU a GPU is attached to (its first valid PCIe link to a CPU node), or -1.
 int numa_node_of(const Topology &topology, uint32_t gpu_id);

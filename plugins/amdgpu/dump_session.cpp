@@ -30,6 +30,24 @@ constexpr uint32_t kMaxDevices = 1024;
 constexpr uint32_t kMaxBos = 1u << 22;
 constexpr uint64_t kMaxPrivData = 1ull << 30;
 
+// The actual gpu_id of the GPU a process knows as `user`.
+uint32_t actual_gpu(std::span<const kfd_criu_device_bucket> devices, uint32_t user)
+{
+	for (const auto &dev : devices)
+		if (dev.user_gpu_id == user)
+			return dev.actual_gpu_id;
+	return user;
+}
+
+// The BOs whose contents another process's pages image holds.
+std::vector<bool> taken_elsewhere(std::span<const BoShare> shares)
+{
+	std::vector<bool> elsewhere;
+	for (const BoShare &s : shares)
+		elsewhere.push_back(s.role == ShareRole::taker);
+	return elsewhere;
+}
+
 } // namespace
 
 DumpSession::DumpSession(const Options &options, ImageDir image_dir, std::filesystem::path topology_dir,
@@ -78,12 +96,14 @@ void DumpSession::check_kfd_version()
 
 void DumpSession::checkpoint_task(pid_t pid, TaskGpuFiles files)
 {
+	tree_seen_first_ = true;
 	for (unique_fd &fd : files.kfd) {
 		check_kfd_version();
 		const std::string file = strprintf("/dev/kfd of pid %d", static_cast<int>(pid));
 		kfd::ProcessInfo info;
 		PausedProcess &paused = pause(fd.get(), file, pid, info);
 		paused.taken = checkpoint(paused.fd.get(), info);
+		paused.taken_for = pid;
 		count_buffers(pid, *paused.taken);
 	}
 	for (const TaskDmabufFd &d : files.dmabufs) // of a GPU process: the GPU's own memory, most likely
@@ -133,9 +153,10 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 	}
 	const Checkpoint &cp = taken ? *taken->taken : *own;
 	const std::map<uint32_t, uint32_t> actual_to_user = user_gpu_ids(cp);
+	const std::vector<BoShare> shares = taken ? shares_of(taken->taken_for, cp) : std::vector<BoShare> {};
 	try {
-		write_kfd_image(id, cp, actual_to_user);
-		save_contents(id, cp);
+		write_kfd_image(id, cp, actual_to_user, shares);
+		save_contents(id, cp, shares);
 	} catch (...) {
 		remove_images(id, cp);
 		throw;
@@ -274,7 +295,12 @@ void DumpSession::count_buffers(pid_t host_pid, const Checkpoint &cp)
 // Shared memory cannot be restored shared (yet): each process would get a buffer of its own.
 void DumpSession::refuse_shared_buffers() const
 {
-	const std::vector<SharedBuffer> shared = census_.shared();
+	std::vector<SharedBuffer> shared = census_.shared();
+	if (tree_seen_first_) // only a held fd is refused then
+		std::erase_if(shared, [](const SharedBuffer &b) {
+			return std::none_of(b.holds.begin(), b.holds.end(),
+					    [](const BufferHold &h) { return h.held_fd(); });
+		});
 	if (shared.empty())
 		return;
 	const SharedBuffer &b = shared.front();
@@ -283,9 +309,9 @@ void DumpSession::refuse_shared_buffers() const
 		std::count_if(b.holds.begin(), b.holds.end(), [](const BufferHold &h) { return !h.held_fd(); }));
 	std::string why;
 	if (buckets > 1)
-		why = "KFD RESTORE gives every holder a new buffer of its own, and this plugin cannot yet make them "
-		      "one "
-		      "again: restored, they would no longer see each other's writes";
+		why = "KFD RESTORE gives every holder a new buffer of its own, and only a criu that shows the plugin "
+		      "the whole tree before the first image (4.1 or newer) lets it restore the buffer shared: "
+		      "restored apart, they would no longer see each other's writes";
 	if (fd)
 		why += std::string(why.empty() ? "" : "; ") +
 		       (buckets ? "this plugin cannot yet restore a dma-buf fd onto the restored buffer"
@@ -312,12 +338,45 @@ std::map<uint32_t, uint32_t> DumpSession::user_gpu_ids(const Checkpoint &cp)
 	return actual_to_user;
 }
 
-void DumpSession::write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user)
+void DumpSession::write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user,
+				  std::span<const BoShare> shares)
 {
 	const HsakmtShm shm = probe_hsakmt_shm();
 	const DeviceEntries devices(local_topology(), &actual_to_user);
 	amdgpu::write_kfd_image(image_dir_, id,
-				{ cp.info.pid, cp.info.num_objects, cp.bos, cp.priv, &devices, shm.size, shm.magic });
+				{ .pid = cp.info.pid,
+				  .num_objects = cp.info.num_objects,
+				  .bos = cp.bos,
+				  .shares = shares,
+				  .priv_data = cp.priv,
+				  .devices = &devices,
+				  .shared_mem_size = shm.size,
+				  .shared_mem_magic = shm.magic });
+}
+
+std::vector<BoShare> DumpSession::shares_of(pid_t host_pid, const Checkpoint &cp)
+{
+	std::vector<BoShare> shares(cp.bos.size());
+	bool any = false;
+	for (size_t i = 0; i < cp.bos.size(); i++) {
+		const kfd_criu_bo_bucket &bo = cp.bos[i];
+		if (bo.dmabuf_fd == KFD_INVALID_FD)
+			continue;
+		const std::optional<BufferKey> key = driver_.dmabuf_key(static_cast<int>(bo.dmabuf_fd));
+		const uint32_t number = key ? census_.shared_number(*key) : 0;
+		if (!number)
+			continue;
+		const std::optional<BufferHold> restorer = census_.restorer_of(*key);
+		const bool restores = restorer && restorer->pid == host_pid && restorer->addr == bo.addr &&
+				      actual_gpu(cp.devices, bo.gpu_id) == restorer->gpu_id;
+		shares[i] = { number, restores ? ShareRole::restorer : ShareRole::taker };
+		any = true;
+		pr_info("pid %d: the %s buffer at 0x%llx is shared buffer %u of the dump: %s",
+			static_cast<int>(host_pid), describe_size(bo.size).c_str(),
+			static_cast<unsigned long long>(bo.addr), number,
+			restores ? "its contents are saved here" : "another holder saves its contents");
+	}
+	return any ? shares : std::vector<BoShare> {};
 }
 
 int DumpSession::render_fd(uint32_t gpu_id)
@@ -333,13 +392,14 @@ int DumpSession::render_fd(uint32_t gpu_id)
 	return render_fds_.emplace(gpu_id, std::move(fd)).first->second.get();
 }
 
-void DumpSession::save_contents(uint32_t id, const Checkpoint &cp)
+void DumpSession::save_contents(uint32_t id, const Checkpoint &cp, std::span<const BoShare> shares)
 {
 	// One pages file per GPU of the process (empty when it has no VRAM/GTT), as upstream writes
 	// them, holding that GPU's BOs in bucket order. BOs carry the id the process knows.
 	std::vector<GpuCopyJob> jobs;
 	for (const auto &dev : cp.devices) {
-		GpuCopyJob job = copy_job(local_topology(), dev.user_gpu_id, dev.actual_gpu_id, cp.bos);
+		GpuCopyJob job =
+			copy_job(local_topology(), dev.user_gpu_id, dev.actual_gpu_id, cp.bos, taken_elsewhere(shares));
 		if (!job.sizes.empty())
 			job.render_fd = render_fd(dev.actual_gpu_id);
 		jobs.push_back(std::move(job));

@@ -10,12 +10,16 @@
 // process (dump_guard.hpp) stands ready to resume them should criu die. Render-node files become
 // amdgpu-renderD-<id>.img naming their GPU.
 //
-// GPU memory shared between processes (shared_buffers.hpp) cannot be restored shared, so a dump
-// that finds any is refused, and the processes run on. criu 4.1 and newer let the session look at
-// every task of the tree before anything is written (CHECKPOINT_DEVICES, after criu froze the
-// tree): there the session pauses and checkpoints each task's KFD files at once, and refuses
-// before the first image. Older criu hands the files one by one: sharing is found when the second
-// process that holds a buffer comes.
+// GPU memory shared between processes (shared_buffers.hpp). criu 4.1 and newer let the session
+// look at every task of the tree before anything is written (CHECKPOINT_DEVICES, after criu froze
+// the tree): there the session pauses and checkpoints each task's KFD files at once, and knows
+// every sharing before the first image. A buffer that several processes of the tree hold is then
+// saved once: one holder's image says it restores the buffer and its pages hold the contents, the
+// others' say they take it from that holder (restore_session.hpp) and hold a hole in its place.
+// What cannot be restored shared is refused before anything is written, and the processes run
+// on: a dma-buf fd a task holds, VRAM imported from outside the dump, and any sharing under older
+// criu, which hands the files one by one, so that sharing shows only when the second holder comes,
+// after the first one's image was written as a buffer of its own.
 #pragma once
 
 #include "bo_transfer.hpp"
@@ -23,6 +27,7 @@
 #include "gpu_driver.hpp"
 #include "image_store.hpp"
 #include "kfd_ioctl.hpp"
+#include "metadata_images.hpp"
 #include "options.hpp"
 #include "shared_buffers.hpp"
 #include "task_fds.hpp"
@@ -87,6 +92,7 @@ private:
 		uint32_t pid = 0;		 // in the task's pid namespace
 		pid_t host_pid = 0;		 // in criu's, when found (what the guard knows it by)
 		std::optional<Checkpoint> taken; // by checkpoint_task(), until dump_kfd() writes it
+		pid_t taken_for = 0;		 // the task checkpoint_task() took it from
 	};
 
 	DumpGuard &guard();
@@ -102,9 +108,12 @@ private:
 	// Adds the process's VRAM/GTT buckets and its VRAM charge to the census; refuses sharing.
 	void count_buffers(pid_t host_pid, const Checkpoint &cp);
 	void refuse_shared_buffers() const;
+	// How each BO of `cp` is shared (none: nothing of it is).
+	std::vector<BoShare> shares_of(pid_t host_pid, const Checkpoint &cp);
 	std::map<uint32_t, uint32_t> user_gpu_ids(const Checkpoint &cp);
-	void write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user);
-	void save_contents(uint32_t id, const Checkpoint &cp);
+	void write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user,
+			     std::span<const BoShare> shares);
+	void save_contents(uint32_t id, const Checkpoint &cp, std::span<const BoShare> shares);
 	void remove_images(uint32_t id, const Checkpoint &cp);
 	int render_fd(uint32_t gpu_id);
 	void resume(PausedProcess &p);
@@ -122,6 +131,7 @@ private:
 	std::map<uint32_t, uint32_t> user_gpu_ids_;
 	SharedBufferCensus census_;
 	bool census_closed_ = false;
+	bool tree_seen_first_ = false; // checkpoint_task() came before the files (criu 4.1+)
 	bool version_checked_ = false;
 	pid_t owner_; // the criu process that pauses and resumes
 };

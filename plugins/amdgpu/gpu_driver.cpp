@@ -44,6 +44,19 @@ public:
 		return kfd::criu_restore(fd, devices, bos, priv_data, num_objects);
 	}
 	int criu_resume(int fd, uint32_t pid) override { return kfd::criu_resume(fd, pid); }
+	int import_dmabuf(int fd, uint32_t gpu_id, int dmabuf_fd, uint64_t va, uint64_t &handle) override
+	{
+		return kfd::import_dmabuf(fd, gpu_id, dmabuf_fd, va, handle);
+	}
+	int free_memory(int fd, uint64_t handle) override { return kfd::free_memory(fd, handle); }
+	int map_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids) override
+	{
+		return kfd::map_memory(fd, handle, gpu_ids);
+	}
+	int unmap_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids) override
+	{
+		return kfd::unmap_memory(fd, handle, gpu_ids);
+	}
 	std::vector<uint32_t> secondary_contexts(pid_t pid) override
 	{
 		return secondary_kfd_contexts(std::filesystem::path(kKfdProcDir) / std::to_string(pid));

@@ -43,6 +43,12 @@ public:
 				 std::span<uint8_t> priv_data, uint32_t num_objects) = 0;
 	virtual int criu_resume(int fd, uint32_t pid) = 0;
 
+	// The ordinary memory ioctls on a restored task's own /dev/kfd (kfd_ioctl.hpp).
+	virtual int import_dmabuf(int fd, uint32_t gpu_id, int dmabuf_fd, uint64_t va, uint64_t &handle) = 0;
+	virtual int free_memory(int fd, uint64_t handle) = 0;
+	virtual int map_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids) = 0;
+	virtual int unmap_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids) = 0;
+
 	// The ids of the secondary KFD contexts (kfd_contexts.hpp) of task `pid`, in criu's pid
 	// namespace; none on a kernel without them.
 	virtual std::vector<uint32_t> secondary_contexts(pid_t pid) = 0;

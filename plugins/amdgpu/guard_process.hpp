@@ -59,10 +59,12 @@ std::optional<pid_t> pidfd_pid(int pidfd);
 // Waits up to `timeout_ms` for the process to exit; true once it has.
 bool pidfd_wait_exit(int pidfd, int timeout_ms);
 
-// One record between the plugin and its guard: a kind, a pid, and at most one fd alongside.
+// One record between the plugin and its guard: a kind, a pid, a value, and at most one fd
+// alongside.
 struct Message {
 	uint32_t kind = 0;
 	int32_t pid = 0;
+	uint32_t value = 0;
 };
 
 // The kind every guard takes as "criu's work is done: exit doing nothing".

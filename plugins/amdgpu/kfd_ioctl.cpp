@@ -102,4 +102,54 @@ int criu_resume(int fd, uint32_t pid)
 	return ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
 }
 
+int import_dmabuf(int fd, uint32_t gpu_id, int dmabuf_fd, uint64_t va, uint64_t &handle)
+{
+	kfd_ioctl_import_dmabuf_args args;
+	std::memset(&args, 0, sizeof(args));
+	args.va_addr = va;
+	args.gpu_id = gpu_id;
+	args.dmabuf_fd = static_cast<uint32_t>(dmabuf_fd);
+	const int ret = ioctl_retry(fd, AMDKFD_IOC_IMPORT_DMABUF, &args);
+	if (!ret)
+		handle = args.handle;
+	return ret;
+}
+
+int free_memory(int fd, uint64_t handle)
+{
+	kfd_ioctl_free_memory_of_gpu_args args;
+	std::memset(&args, 0, sizeof(args));
+	args.handle = handle;
+	return ioctl_retry(fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &args);
+}
+
+namespace {
+
+template <typename Args>
+int map_or_unmap(int fd, unsigned long request, uint64_t handle, std::span<const uint32_t> gpu_ids)
+{
+	if (gpu_ids.empty())
+		return 0;
+	Args args;
+	std::memset(&args, 0, sizeof(args));
+	args.handle = handle;
+	args.device_ids_array_ptr = reinterpret_cast<uint64_t>(gpu_ids.data());
+	args.n_devices = static_cast<uint32_t>(gpu_ids.size());
+	// KFD counts the GPUs done in n_success and goes on from there when called again
+	return ioctl_retry(fd, request, &args);
+}
+
+} // namespace
+
+int map_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids)
+{
+	return map_or_unmap<kfd_ioctl_map_memory_to_gpu_args>(fd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, handle, gpu_ids);
+}
+
+int unmap_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids)
+{
+	return map_or_unmap<kfd_ioctl_unmap_memory_from_gpu_args>(fd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, handle,
+								  gpu_ids);
+}
+
 } // namespace amdgpu::kfd

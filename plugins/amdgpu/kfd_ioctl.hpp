@@ -47,4 +47,20 @@ int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kf
 		 std::span<uint8_t> priv_data, uint32_t num_objects);
 int criu_resume(int fd, uint32_t pid);
 
+// The ordinary memory ioctls, in the process that owns `fd`. A handle is (gpu_id << 32) | id, the
+// gpu_id the process knows; ids are per GPU of the process, and ALLOC and IMPORT take the lowest
+// free one.
+inline constexpr uint64_t make_handle(uint32_t gpu_id, uint32_t id)
+{
+	return (static_cast<uint64_t>(gpu_id) << 32) | id;
+}
+inline constexpr uint32_t handle_id(uint64_t handle)
+{
+	return static_cast<uint32_t>(handle);
+}
+int import_dmabuf(int fd, uint32_t gpu_id, int dmabuf_fd, uint64_t va, uint64_t &handle);
+int free_memory(int fd, uint64_t handle);
+int map_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids);
+int unmap_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids);
+
 } // namespace amdgpu::kfd

@@ -57,7 +57,7 @@ void check_render_node(const CriuRenderNode &msg, const std::string &name)
 // No GEM handle is recorded: the field says so to upstream's reader.
 constexpr uint32_t kNoGemHandle = 0xffffffff;
 
-std::vector<KfdBoEntry> bo_entries(std::span<const kfd_criu_bo_bucket> bos)
+std::vector<KfdBoEntry> bo_entries(std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares)
 {
 	std::vector<KfdBoEntry> entries(bos.size());
 	for (size_t i = 0; i < bos.size(); i++) {
@@ -70,6 +70,11 @@ std::vector<KfdBoEntry> bo_entries(std::span<const kfd_criu_bo_bucket> bos)
 		e.alloc_flags = bos[i].alloc_flags;
 		e.gpu_id = bos[i].gpu_id;
 		e.handle = kNoGemHandle;
+		if (i < shares.size() && shares[i].role != ShareRole::none) {
+			e.handle = shares[i].buffer;
+			e.has_shared = true;
+			e.shared = static_cast<uint32_t>(shares[i].role);
+		}
 	}
 	return entries;
 }
@@ -78,7 +83,7 @@ std::vector<KfdBoEntry> bo_entries(std::span<const kfd_criu_bo_bucket> bos)
 
 std::vector<uint8_t> pack_kfd_image(const KfdImageParts &parts)
 {
-	std::vector<KfdBoEntry> entries = bo_entries(parts.bos);
+	std::vector<KfdBoEntry> entries = bo_entries(parts.bos, parts.shares);
 	std::vector<KfdBoEntry *> entry_ptrs;
 	for (KfdBoEntry &e : entries)
 		entry_ptrs.push_back(&e);
@@ -100,6 +105,21 @@ std::vector<uint8_t> pack_kfd_image(const KfdImageParts &parts)
 	// protobuf-c's type is not const; packing only reads it
 	msg.priv_data.data = const_cast<uint8_t *>(parts.priv_data.data());
 	return pack(msg);
+}
+
+std::vector<BoShare> bo_shares(const CriuKfd &msg, const std::string &image)
+{
+	std::vector<BoShare> shares(msg.n_bo_entries);
+	for (size_t i = 0; i < msg.n_bo_entries; i++) {
+		const KfdBoEntry &e = *msg.bo_entries[i];
+		if (!e.has_shared || e.shared == 0)
+			continue;
+		if (e.shared > static_cast<uint32_t>(ShareRole::taker))
+			fail(-EINVAL, "image %s: BO %zu (at 0x%llx) is shared in a way this plugin does not know (%u)",
+			     image.c_str(), i, static_cast<unsigned long long>(e.addr), e.shared);
+		shares[i] = { e.handle, static_cast<ShareRole>(e.shared) };
+	}
+	return shares;
 }
 
 void write_kfd_image(const ImageDir &dir, uint32_t id, const KfdImageParts &parts)

@@ -38,6 +38,18 @@ std::vector<uint8_t> pack(const CriuRenderNode &msg);
 CriuKfdPtr unpack_criu_kfd(std::span<const uint8_t> bytes, const std::string &name);
 CriuRenderNodePtr unpack_criu_render_node(std::span<const uint8_t> bytes, const std::string &name);
 
+// How a BO is shared with other processes of the dump: the kfd_bo_entry `shared` field, and its
+// `handle`, a number of the buffer that is the same in each process's image.
+enum class ShareRole : uint32_t {
+	none = 0,
+	restorer = 1, // restores the buffer, and its pages image holds the contents
+	taker = 2,    // takes the buffer the restorer restored; its pages image holds a hole there
+};
+struct BoShare {
+	uint32_t buffer = 0;
+	ShareRole role = ShareRole::none;
+};
+
 // What a dump knows of one process, as its kfd image holds it: KFD CHECKPOINT's BOs (under the
 // gpu_ids the process knows), queue/event count and driver state, the GPUs it can use, and
 // libhsakmt's shared memory.
@@ -45,20 +57,24 @@ struct KfdImageParts {
 	uint32_t pid = 0;
 	uint32_t num_objects = 0;
 	std::span<const kfd_criu_bo_bucket> bos;
+	std::span<const BoShare> shares; // one per BO, or none when nothing is shared
 	std::span<const uint8_t> priv_data;
 	const DeviceEntries *devices = nullptr;
 	uint64_t shared_mem_size = 0;
 	uint32_t shared_mem_magic = 0;
 };
 
-// The criu_kfd message of `parts`, packed: upstream's fields, every BO with no GEM handle
-// (KFD's BOs are not render-node GEM objects).
+// The criu_kfd message of `parts`, packed: upstream's fields, every BO with no GEM handle (KFD's
+// BOs are not render-node GEM objects) unless it is shared, and then the buffer's number.
 std::vector<uint8_t> pack_kfd_image(const KfdImageParts &parts);
 void write_kfd_image(const ImageDir &dir, uint32_t id, const KfdImageParts &parts);
 
 void write_criu_kfd(const ImageDir &dir, uint32_t id, const CriuKfd &msg);
 CriuKfdPtr read_criu_kfd(const ImageDir &dir, uint32_t id);
 CriuKfdPtr read_criu_kfd(ImageReader &image);
+// The BO entries' sharing (none for an image that says nothing of it). Throws Error(-EINVAL),
+// naming `image`, for a role it does not know.
+std::vector<BoShare> bo_shares(const CriuKfd &msg, const std::string &image);
 void write_criu_render_node(const ImageDir &dir, uint32_t id, const CriuRenderNode &msg);
 CriuRenderNodePtr read_criu_render_node(const ImageDir &dir, uint32_t id);
 CriuRenderNodePtr read_criu_render_node(ImageReader &image);

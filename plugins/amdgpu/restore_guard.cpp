@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -23,7 +24,7 @@ namespace amdgpu {
 
 namespace {
 
-enum Kind : uint32_t { kEnlist = 1, kResumed = 2 };
+enum Kind : uint32_t { kEnlist = 1, kResumed = 2, kOffer = 3, kTake = 4, kBuffer = 5 };
 
 // The guard's descriptors (guard_process.hpp renumbers them from 3).
 constexpr int kChannel = 3;
@@ -47,6 +48,8 @@ struct Enlisted {
 
 struct GuardState {
 	std::vector<Enlisted> tasks;
+	std::map<uint32_t, unique_fd> offered;	   // shared buffers' dma-bufs, by number
+	std::multimap<uint32_t, unique_fd> takers; // waiting for an offer: where to answer
 	bool channel_open = true;
 	bool released = false;
 	bool any_resumed = false;
@@ -57,17 +60,37 @@ struct GuardState {
 	}
 };
 
+// Answers a taker of buffer `number` (a taker that is gone is nobody's loss).
+void hand_buffer(int taker, uint32_t number, int dmabuf)
+{
+	guard::send_message(taker, { kBuffer, 0, number }, dmabuf);
+}
+
 void read_enlisted(GuardState &s)
 {
 	for (;;) {
 		guard::Message m;
-		unique_fd pidfd;
-		if (guard::receive_message(kEnlistSocket, m, pidfd, false) <= 0)
+		unique_fd fd;
+		if (guard::receive_message(kEnlistSocket, m, fd, false) <= 0)
 			return;
-		if (m.kind != kEnlist || !pidfd)
+		if (!fd)
 			continue;
-		if (const auto pid = guard::pidfd_pid(pidfd.get()))
-			s.tasks.push_back({ *pid, std::move(pidfd) });
+		if (m.kind == kEnlist) {
+			if (const auto pid = guard::pidfd_pid(fd.get()))
+				s.tasks.push_back({ *pid, std::move(fd) });
+		} else if (m.kind == kOffer) {
+			const auto [first, last] = s.takers.equal_range(m.value);
+			for (auto it = first; it != last; ++it)
+				hand_buffer(it->second.get(), m.value, fd.get());
+			s.takers.erase(first, last);
+			s.offered[m.value] = std::move(fd);
+		} else if (m.kind == kTake) {
+			const auto it = s.offered.find(m.value);
+			if (it != s.offered.end())
+				hand_buffer(fd.get(), m.value, it->second.get());
+			else
+				s.takers.emplace(m.value, std::move(fd));
+		}
 	}
 }
 
@@ -217,19 +240,14 @@ RestoreGuard::~RestoreGuard()
 		link_->abandon(); // criu closed it in this task; the number may be a restored file now
 }
 
-void RestoreGuard::enlist_this_task(int image_dir) const
+// A socket connected to the guard's, from a task being restored: a relative name from the image
+// directory reaches it whatever mount namespace and root the task has by now; the working
+// directory is put back at once (criu sets the task's own later). -errno on failure.
+int RestoreGuard::connect_to_guard(int image_dir, unique_fd &sock) const
 {
-	const unique_fd sock(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-	const unique_fd self = guard::pidfd_open(getpid());
-	if (!sock || !self) {
-		pr_warn("pid %d cannot enlist with the restore guard: %s; should criu die before the task is "
-			"restored, the task would be left half-restored",
-			getpid(), strerror(errno));
-		return;
-	}
-	// A relative name from the image directory reaches the socket whatever mount namespace and
-	// root this task has by now; the working directory is put back at once (criu sets the
-	// task's own later).
+	sock.reset(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	if (!sock)
+		return -errno;
 	sockaddr_un addr = {};
 	addr.sun_family = AF_UNIX;
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_name_.c_str());
@@ -238,9 +256,23 @@ void RestoreGuard::enlist_this_task(int image_dir) const
 	if (cwd && !fchdir(image_dir)) {
 		ret = connect(sock.get(), reinterpret_cast<const sockaddr *>(&addr), sizeof(addr)) ? -errno : 0;
 		if (fchdir(cwd.get()))
-			pr_warn("cannot return to the working directory after enlisting with the restore guard: %s",
+			pr_warn("cannot return to the working directory after reaching the restore guard: %s",
 				strerror(errno));
 	}
+	return ret;
+}
+
+void RestoreGuard::enlist_this_task(int image_dir) const
+{
+	unique_fd sock;
+	const unique_fd self = guard::pidfd_open(getpid());
+	if (!self) {
+		pr_warn("pid %d cannot enlist with the restore guard: %s; should criu die before the task is "
+			"restored, the task would be left half-restored",
+			getpid(), strerror(errno));
+		return;
+	}
+	int ret = connect_to_guard(image_dir, sock);
 	if (!ret)
 		ret = guard::send_message(sock.get(), { kEnlist, getpid() }, self.get());
 	if (ret)
@@ -249,6 +281,48 @@ void RestoreGuard::enlist_this_task(int image_dir) const
 			getpid(), socket_name_.c_str(), strerror(-ret));
 	else
 		pr_debug("pid %d enlisted with the restore guard", getpid());
+}
+
+void RestoreGuard::offer_buffer(int image_dir, uint32_t number, int dmabuf_fd) const
+{
+	unique_fd sock;
+	int ret = connect_to_guard(image_dir, sock);
+	if (!ret)
+		ret = guard::send_message(sock.get(), { kOffer, getpid(), number }, dmabuf_fd);
+	if (ret)
+		fail_errno(ret, "cannot offer shared buffer %u to the other tasks through the restore guard (%s)",
+			   number, socket_name_.c_str());
+}
+
+unique_fd RestoreGuard::take_buffer(int image_dir, uint32_t number, int timeout_ms) const
+{
+	unique_fd sock;
+	int pair[2];
+	int ret = connect_to_guard(image_dir, sock);
+	if (!ret && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair))
+		ret = -errno;
+	if (ret)
+		fail_errno(ret, "cannot ask the restore guard (%s) for shared buffer %u", socket_name_.c_str(), number);
+	const unique_fd answer(pair[0]);
+	{
+		const unique_fd ask(pair[1]); // the guard's copy is the only one left once sent
+		ret = guard::send_message(sock.get(), { kTake, getpid(), number }, ask.get());
+	}
+	if (ret)
+		fail_errno(ret, "cannot ask the restore guard (%s) for shared buffer %u", socket_name_.c_str(), number);
+	pollfd p = { answer.get(), POLLIN, 0 };
+	while ((ret = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	guard::Message m;
+	unique_fd dmabuf;
+	if (ret > 0)
+		ret = guard::receive_message(answer.get(), m, dmabuf, false);
+	if (ret <= 0 || m.kind != kBuffer || m.value != number || !dmabuf)
+		fail(-ETIMEDOUT,
+		     "shared buffer %u did not come within %d ms: the task that restores it did not offer it (it "
+		     "failed, or its image is missing)",
+		     number, timeout_ms);
+	return dmabuf;
 }
 
 void RestoreGuard::resumed(pid_t pid)

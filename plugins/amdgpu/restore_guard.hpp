@@ -17,6 +17,11 @@
 // criu only has to let it go), and releases it at the plugin's exit. The guard ends as soon as
 // every enlisted task is resumed, or on release.
 //
+// The guard also passes the buffers that restored tasks share (restore_session.hpp): the task
+// that restores a shared buffer offers a dma-buf of it, and every other holder takes one, through
+// the same socket (SCM_RIGHTS); a taker that comes first waits for the offer. The guard holds the
+// offered dma-bufs until it ends, when every task is resumed.
+//
 // If criu dies first, the guard SIGKILLs every enlisted task not yet resumed, through its pidfd
 // (never a pid that could have been reused), waits for it to be gone, and says so in its log
 // (guard_process.hpp). The kernel then frees the task's KFD state as for any exiting process. A
@@ -47,11 +52,20 @@ public:
 	// cannot be reached.
 	void enlist_this_task(int image_dir) const;
 
+	// In a task being restored: the dma-buf `dmabuf_fd` of shared buffer `number`, restored by
+	// this task, for the other holders. Throws Error if the guard cannot be told.
+	void offer_buffer(int image_dir, uint32_t number, int dmabuf_fd) const;
+	// In a task being restored: a dma-buf of shared buffer `number`, once the task that restores
+	// it offered it, waiting up to `timeout_ms`. Throws Error if it does not come.
+	unique_fd take_buffer(int image_dir, uint32_t number, int timeout_ms) const;
+
 	// In criu's main process: the GPU queues of `pid` (criu's pid namespace) run again.
 	void resumed(pid_t pid);
 	void release();
 
 private:
+	int connect_to_guard(int image_dir, unique_fd &sock) const;
+
 	std::string socket_name_;
 	std::optional<guard::Link> link_;
 };

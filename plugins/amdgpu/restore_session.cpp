@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "restore_session.hpp"
 
+#include "shared_buffers.hpp"
+
 #include "bo_transfer.hpp"
 #include "criu_abi.hpp"
 #include "criu_api.hpp"
@@ -12,6 +14,7 @@
 #include "kfd_ioctl.hpp"
 #include "kfd_priv_data.hpp"
 #include "log.hpp"
+#include "shared_buffers.hpp"
 #include "task_fds.hpp"
 #include "topology_image.hpp"
 #include "transient_retry.hpp"
@@ -197,9 +200,12 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	std::vector<kfd_criu_bo_bucket> bos = bo_buckets(*msg, map.gpu_ids, image);
 	std::vector<uint8_t> priv = driver_state(*msg, devices.size(), image);
 	recreate_hsakmt_shm({ msg->shared_mem_size, msg->shared_mem_magic });
+	const std::vector<BoShare> shares = bo_shares(*msg, image);
 	const std::vector<unique_fd> dmabufs = restore_state(kfd.get(), devices, bos, priv, *msg, image);
-	restore_contents(id, msg->pid, map, bos);
-	remember_mappings(map, bos);
+	offer_shared_buffers(bos, shares);
+	restore_contents(id, msg->pid, map, bos, shares);
+	take_shared_buffers(kfd.get(), *msg, bos, shares, image);
+	remember_mappings(map, bos, shares);
 	close_unused_render_fds(map);
 
 	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -270,12 +276,15 @@ std::vector<unique_fd> RestoreSession::restore_state(int kfd, std::span<kfd_criu
 // through render files of their own: their temporary GPU mappings then live in a VM of their own
 // and cannot collide with the task's BOs in the VM KFD just restored.
 void RestoreSession::restore_contents(uint32_t id, uint32_t pid, const GpuMap &map,
-				      std::span<const kfd_criu_bo_bucket> bos)
+				      std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares)
 {
+	std::vector<bool> elsewhere; // taken buffers: their restorer fills them
+	for (const BoShare &s : shares)
+		elsewhere.push_back(s.role == ShareRole::taker);
 	std::vector<GpuCopyJob> jobs;
 	std::vector<unique_fd> copy_fds;
 	for (const auto &[user, actual] : map.gpu_ids) {
-		GpuCopyJob job = copy_job(local_topology(), user, actual, bos);
+		GpuCopyJob job = copy_job(local_topology(), user, actual, bos, elsewhere);
 		if (!job.sizes.empty())
 			job.render_fd = copy_fds.emplace_back(open_render_node(actual)).get();
 		jobs.push_back(std::move(job));
@@ -286,16 +295,103 @@ void RestoreSession::restore_contents(uint32_t id, uint32_t pid, const GpuMap &m
 			pr_info("pid %u: restored %s", pid, describe(s).c_str());
 }
 
-// The mappings criu will ask about (UPDATE_VMA_MAP): KFD gave their BOs new offsets.
-void RestoreSession::remember_mappings(const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos)
+// Shared buffers this task restores: the other holders may take them from now on.
+void RestoreSession::offer_shared_buffers(std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares)
 {
-	for (const auto &bo : bos) {
+	for (size_t i = 0; i < shares.size(); i++) {
+		if (shares[i].role != ShareRole::restorer)
+			continue;
+		if (!guard_)
+			fail(-ENOTSUP,
+			     "shared buffer %u (at 0x%llx) cannot be passed to the tasks that share it: this "
+			     "restore has no restore guard",
+			     shares[i].buffer, static_cast<unsigned long long>(bos[i].addr));
+		guard_->offer_buffer(image_dir_.dirfd(), shares[i].buffer, static_cast<int>(bos[i].dmabuf_fd));
+		pr_info("pid %d: offered shared buffer %u (%s at 0x%llx) to the tasks that share it", getpid(),
+			shares[i].buffer, describe_size(bos[i].size).c_str(),
+			static_cast<unsigned long long>(bos[i].addr));
+	}
+}
+
+void RestoreSession::take_shared_buffers(int kfd, const CriuKfd &msg, std::span<const kfd_criu_bo_bucket> bos,
+					 std::span<const BoShare> shares, const std::string &image)
+{
+	if (std::none_of(shares.begin(), shares.end(), [](const BoShare &s) { return s.role == ShareRole::taker; }))
+		return;
+	if (!guard_)
+		fail(-ENOTSUP,
+		     "%s takes buffers other tasks restore, which only the restore guard passes; this restore "
+		     "has none",
+		     image.c_str());
+	std::vector<uint32_t> image_gpus;
+	for (size_t i = 0; i < msg.n_device_entries; i++)
+		if (msg.device_entries[i]->gpu_id)
+			image_gpus.push_back(msg.device_entries[i]->gpu_id);
+	const std::vector<BoPrivRecord> records = bo_priv_records({ msg.priv_data.data, msg.priv_data.len },
+								  msg.num_of_gpus, bos.size(), image_gpus, image);
+	for (size_t i = 0; i < shares.size(); i++)
+		if (shares[i].role == ShareRole::taker)
+			take_shared_buffer(kfd, bos[i], shares[i], records[i]);
+}
+
+void RestoreSession::take_shared_buffer(int kfd, const kfd_criu_bo_bucket &bo, const BoShare &share,
+					const BoPrivRecord &rec)
+{
+	const std::string what =
+		strprintf("shared buffer %u (%s at 0x%llx on GPU 0x%04x)", share.buffer, describe_size(bo.size).c_str(),
+			  static_cast<unsigned long long>(bo.addr), bo.gpu_id);
+	const unique_fd dmabuf = guard_->take_buffer(image_dir_.dirfd(), share.buffer, take_timeout_ms);
+	// the buffer KFD made for this task goes; its id is then free for the import
+	const uint64_t own = kfd::make_handle(bo.gpu_id, rec.id);
+	if (const int ret = driver_.unmap_memory(kfd, own, rec.mapped_gpu_ids))
+		fail_errno(ret, "cannot unmap the copy KFD RESTORE made of %s", what.c_str());
+	if (const int ret = driver_.free_memory(kfd, own))
+		fail_errno(ret, "cannot free the copy KFD RESTORE made of %s", what.c_str());
+	std::vector<uint64_t> fillers; // imports on lower free ids, let go once the id is reached
+	uint64_t handle = 0;
+	int ret = 0;
+	for (;;) {
+		if ((ret = driver_.import_dmabuf(kfd, bo.gpu_id, dmabuf.get(), bo.addr, handle)))
+			break;
+		if (kfd::handle_id(handle) == rec.id)
+			break;
+		if (kfd::handle_id(handle) > rec.id) {
+			fillers.push_back(handle);
+			ret = -EEXIST;
+			break;
+		}
+		fillers.push_back(handle);
+	}
+	for (const uint64_t f : fillers)
+		if (const int r = driver_.free_memory(kfd, f))
+			pr_warn("%s: cannot let go of a stand-in import (handle 0x%llx): %s", what.c_str(),
+				static_cast<unsigned long long>(f), strerror(-r));
+	if (ret == -EEXIST)
+		fail(-EEXIST, "KFD would not import %s under its id %u: it gave %u", what.c_str(), rec.id,
+		     kfd::handle_id(fillers.back()));
+	if (ret)
+		fail_errno(ret, "KFD IMPORT_DMABUF of %s failed", what.c_str());
+	if ((ret = driver_.map_memory(kfd, handle, rec.mapped_gpu_ids)))
+		fail_errno(ret, "cannot map %s on its %zu GPUs again", what.c_str(), rec.mapped_gpu_ids.size());
+	pr_info("pid %d: took %s from the task that restores it (handle 0x%llx, mapped on %zu GPUs, %zu ids filled "
+		"for the moment)",
+		getpid(), what.c_str(), static_cast<unsigned long long>(handle), rec.mapped_gpu_ids.size(),
+		fillers.size());
+}
+
+// The mappings criu will ask about (UPDATE_VMA_MAP): KFD gave their BOs new offsets.
+void RestoreSession::remember_mappings(const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos,
+				       std::span<const BoShare> shares)
+{
+	for (size_t i = 0; i < bos.size(); i++) {
+		const kfd_criu_bo_bucket &bo = bos[i];
 		if (!(bo.alloc_flags & kRemappedFlags))
 			continue;
 		uint32_t gpu = 0;
 		if (bo.alloc_flags & kfd::kContentMemFlags)
 			gpu = map.gpu_ids.at(bo.gpu_id);
-		vmas_.push_back({ bo.addr, bo.offset, bo.restored_offset, gpu });
+		const bool taken = i < shares.size() && shares[i].role == ShareRole::taker;
+		vmas_.push_back({ bo.addr, bo.offset, bo.restored_offset, gpu, taken ? shares[i].buffer : 0 });
 	}
 }
 
@@ -421,6 +517,11 @@ int RestoreSession::update_vma(GpuFileKind file, uint64_t addr, uint64_t old_off
 	for (const VmaUpdate &v : vmas_) {
 		if (v.addr != addr || v.old_offset != old_offset)
 			continue;
+		if (v.taken)
+			fail(-ENOTSUP,
+			     "the task maps shared buffer %u into its memory at 0x%llx: the buffer was taken from the "
+			     "task that restores it, and KFD does not say where a taken buffer is mapped",
+			     v.taken, static_cast<unsigned long long>(addr));
 		*new_offset = v.new_offset;
 		*fd = -1;
 		if (!is_kfd && v.render_gpu) {

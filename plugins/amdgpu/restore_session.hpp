@@ -15,6 +15,16 @@
 // first asks criu to come back later where criu can (4.3's retry flag), and is otherwise placed
 // on the local GPU with the same id, a choice the kfd image must confirm or the restore fails.
 //
+// A buffer that processes of the dump shared (shared_buffers.hpp) comes back shared. KFD RESTORE
+// gives each of them a buffer of its own; the one whose image restores it (ShareRole::restorer)
+// offers a dma-buf of its new buffer through the restore guard, and fills it from its pages image.
+// Each other holder (ShareRole::taker) takes that dma-buf and puts it in place of the buffer KFD
+// made for it: unmapped from its GPUs and freed, the dma-buf imported at the same address under
+// the same handle (KFD gives an import the lowest free id: lower free ids are filled for the
+// moment, then let go), and mapped on the same GPUs. No queue runs before criu resumes them all,
+// long after. A CPU mapping of a taken buffer cannot be moved (KFD's import does not say where
+// the buffer would be mapped): criu's request to map it fails the restore, naming it.
+//
 // Nothing of the plugin's stays in the task. KFD keeps its own reference to each GPU's render file
 // once RESTORE succeeded, so the render fds of GPUs the task does not use are closed right away.
 // The others are needed until criu maps the task's BOs, which DRM allows only through the file
@@ -29,6 +39,7 @@
 #include "device_files.hpp"
 #include "gpu_driver.hpp"
 #include "gpu_matcher.hpp"
+#include "kfd_priv_data.hpp"
 #include "metadata_images.hpp"
 #include "options.hpp"
 #include "restore_guard.hpp"
@@ -58,6 +69,12 @@ public:
 	RestoreSession(const RestoreSession &) = delete;
 	RestoreSession &operator=(const RestoreSession &) = delete;
 
+	// How long a task that takes a shared buffer waits for the task that restores it to offer it.
+	// That task offers it right after its own KFD RESTORE; criu restores the tasks side by side,
+	// and what a task does before (forking, its other files) takes seconds at most.
+	int take_timeout_ms = kTakeTimeoutMs;
+	static constexpr int kTakeTimeoutMs = 60000;
+
 	// The task this session belongs to; a forked child must start its own.
 	pid_t owner() const { return owner_; }
 
@@ -76,6 +93,7 @@ private:
 		uint64_t old_offset;
 		uint64_t new_offset;
 		uint32_t render_gpu; // actual gpu_id whose render file maps it; 0: a /dev/kfd mapping
+		uint32_t taken = 0;  // the shared buffer it maps, taken from another task: unmappable
 	};
 
 	int restore_kfd(ImageReader &image, uint32_t id);
@@ -87,8 +105,14 @@ private:
 	std::vector<unique_fd> restore_state(int kfd, std::span<kfd_criu_device_bucket> devices,
 					     std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv,
 					     const CriuKfd &msg, const std::string &image);
-	void restore_contents(uint32_t id, uint32_t pid, const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos);
-	void remember_mappings(const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos);
+	void restore_contents(uint32_t id, uint32_t pid, const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos,
+			      std::span<const BoShare> shares);
+	void offer_shared_buffers(std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares);
+	void take_shared_buffers(int kfd, const CriuKfd &msg, std::span<const kfd_criu_bo_bucket> bos,
+				 std::span<const BoShare> shares, const std::string &image);
+	void take_shared_buffer(int kfd, const kfd_criu_bo_bucket &bo, const BoShare &share, const BoPrivRecord &rec);
+	void remember_mappings(const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos,
+			       std::span<const BoShare> shares);
 	int restore_render_node(CriuRenderNodePtr image, uint32_t id, bool *retry);
 	// A render node whose GPU cannot be mapped yet: the same id, if the kfd image confirms it.
 	uint32_t provisional_render_gpu(const CriuRenderNode &msg, uint32_t id);

@@ -74,6 +74,33 @@ std::vector<BufferHold> SharedBufferCensus::holds_of(const BufferKey &key) const
 	return it == holds_.end() ? std::vector<BufferHold> {} : it->second;
 }
 
+uint32_t SharedBufferCensus::shared_number(const BufferKey &key) const
+{
+	uint32_t n = 0;
+	for (const BufferKey &k : order_) {
+		if (buckets(holds_.at(k)) < 2)
+			continue;
+		n++;
+		if (k == key)
+			return n;
+	}
+	return 0;
+}
+
+std::optional<BufferHold> SharedBufferCensus::restorer_of(const BufferKey &key) const
+{
+	const auto it = holds_.find(key);
+	if (it == holds_.end())
+		return std::nullopt;
+	for (const BufferHold &h : it->second)
+		if (is_vram(h))
+			return h;
+	for (const BufferHold &h : it->second)
+		if (!h.held_fd())
+			return h;
+	return std::nullopt;
+}
+
 std::optional<ForeignVram> SharedBufferCensus::foreign_vram() const
 {
 	if (!uncharged_.empty())

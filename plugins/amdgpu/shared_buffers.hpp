@@ -55,6 +55,10 @@ struct BufferHold {
 	int fd = -1;		  // the fd's number in the task, for a held dma-buf fd
 	int file_id = -1;	  // or criu's file id of it, where the number is not known
 	bool held_fd() const { return fd >= 0 || file_id >= 0; }
+	bool same_bucket(const BufferHold &o) const
+	{
+		return !held_fd() && !o.held_fd() && pid == o.pid && gpu_id == o.gpu_id && addr == o.addr;
+	}
 };
 
 // A buffer held more than once in the dump, or held through a dma-buf fd.
@@ -89,6 +93,12 @@ public:
 	std::vector<SharedBuffer> shared() const;
 	// The holds of buffer `key` so far (none when it is not met).
 	std::vector<BufferHold> holds_of(const BufferKey &key) const;
+	// Buffer `key`'s number among the buffers held by more than one bucket (1, 2, ... in the
+	// order they were met), or 0 when no other bucket holds it.
+	uint32_t shared_number(const BufferKey &key) const;
+	// The bucket that restores shared buffer `key` (the others take it from the process that
+	// holds this one): the first that is VRAM, where the buffer lives, else the first.
+	std::optional<BufferHold> restorer_of(const BufferKey &key) const;
 	// VRAM from outside the dump, when the charges of every process are known and fall short.
 	std::optional<ForeignVram> foreign_vram() const;
 

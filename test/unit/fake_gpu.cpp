@@ -32,6 +32,14 @@ const char *to_string(Op op)
 		return "resume";
 	case Op::copy:
 		return "copy";
+	case Op::import_dmabuf:
+		return "import_dmabuf";
+	case Op::free_memory:
+		return "free_memory";
+	case Op::map_memory:
+		return "map_memory";
+	case Op::unmap_memory:
+		return "unmap_memory";
 	}
 	return "?";
 }
@@ -192,6 +200,36 @@ int FakeGpu::criu_restore(int fd, std::span<kfd_criu_device_bucket>, std::span<k
 int FakeGpu::criu_resume(int fd, uint32_t)
 {
 	return call(Op::resume, fd);
+}
+
+int FakeGpu::import_dmabuf(int fd, uint32_t gpu_id, int, uint64_t, uint64_t &handle)
+{
+	if (const int ret = call(Op::import_dmabuf, fd))
+		return ret;
+	const uint32_t id =
+		imports_ < import_ids.size() ? import_ids[imports_] : 0x100 + static_cast<uint32_t>(imports_);
+	imports_++;
+	handle = kfd::make_handle(gpu_id, id);
+	memory_calls.push_back({ Op::import_dmabuf, handle, {} });
+	return 0;
+}
+
+int FakeGpu::free_memory(int fd, uint64_t handle)
+{
+	memory_calls.push_back({ Op::free_memory, handle, {} });
+	return call(Op::free_memory, fd);
+}
+
+int FakeGpu::map_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids)
+{
+	memory_calls.push_back({ Op::map_memory, handle, { gpu_ids.begin(), gpu_ids.end() } });
+	return call(Op::map_memory, fd);
+}
+
+int FakeGpu::unmap_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids)
+{
+	memory_calls.push_back({ Op::unmap_memory, handle, { gpu_ids.begin(), gpu_ids.end() } });
+	return call(Op::unmap_memory, fd);
 }
 
 // Writes (or reads) each GPU's pages image as the real copier does, with the BOs' bytes made up.

@@ -9,7 +9,10 @@
 
 #include "dump_session.hpp"
 #include "error.hpp"
+#include "kfd_ioctl.hpp"
+#include "metadata_images.hpp"
 #include "options.hpp"
+#include "restore_guard.hpp"
 #include "support/fake_gpu.hpp"
 #include "support/temp_dir.hpp"
 #include "topology_fixtures.hpp"
@@ -21,6 +24,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <csignal>
 #include <filesystem>
 #include <string>
@@ -235,6 +239,110 @@ TEST(ResumeGpuProcess, ATaskWithoutKfdStateIsNotTheGpuPlugins)
 	no_kfd.fail(Op::open_kfd, -ENOENT);
 	EXPECT_EQ(resume_gpu_process(1, no_kfd), -ENOTSUP);
 	EXPECT_EQ(no_kfd.count(Op::resume), 0);
+}
+
+// A task that shared the first VRAM BO with another task whose image restores it: the image says
+// it takes the buffer, and its driver state gives the BO's id and GPUs.
+class TakerRestoreTest : public RestoreSessionTest {
+protected:
+	static constexpr uint32_t kTakenId = 3;
+
+	TakerRestoreTest() : guard(images.fd())
+	{
+		CriuKfdPtr msg = read_criu_kfd(ImageDir::files(images.fd()), kFileId);
+		msg->bo_entries[0]->has_shared = true;
+		msg->bo_entries[0]->shared = static_cast<uint32_t>(ShareRole::taker);
+		msg->bo_entries[0]->handle = 1;
+		// 6.1's layout: process and device records, then 80 bytes per BO (16 GPUs)
+		for (const Node *g : topology.gpus())
+			gpus.push_back(g->gpu_id);
+		priv.assign(8 + 8 * msg->num_of_gpus + 80 * msg->n_bo_entries + 16, 0);
+		priv[0] = 1; // version
+		uint8_t *rec = priv.data() + 8 + 8 * msg->num_of_gpus;
+		for (size_t b = 0; b < msg->n_bo_entries; b++, rec += 80) {
+			const uint32_t id = b == 0 ? kTakenId : static_cast<uint32_t>(b + 10);
+			std::memcpy(rec + 8, &id, 4);
+			std::memcpy(rec + 12, &msg->bo_entries[b]->gpu_id, 4);
+		}
+		std::memcpy(priv.data() + 8 + 8 * msg->num_of_gpus + 12 + 4, &gpus.back(), 4); // BO 0: both GPUs
+		const ProtobufCBinaryData own = msg->priv_data; // protobuf-c frees what it unpacked
+		msg->priv_data.data = priv.data();
+		msg->priv_data.len = priv.size();
+		write_criu_kfd(ImageDir::files(images.fd()), kFileId, *msg);
+		msg->priv_data = own;
+	}
+
+	RestoreGuard guard;
+	std::vector<uint8_t> priv;
+	std::vector<uint32_t> gpus;
+};
+
+TEST_F(TakerRestoreTest, PutsTheOfferedBufferInPlaceOfKfdsCopyUnderTheSameIdAndGpus)
+{
+	const int offered = eventfd(0, EFD_CLOEXEC); // the restorer's dma-buf
+	guard.offer_buffer(images.fd(), 1, offered);
+	close(offered);
+	gpu.import_ids = { 0, 1, kTakenId }; // ids 0 and 1 are free below the BO's: filled, then let go
+	{
+		RestoreSession session(options, ImageDir::files(images.fd()), &guard, topology_dir, gpu, gpu);
+		const auto result = restore(session);
+		ASSERT_TRUE(std::holds_alternative<int>(result)) << std::get<Error>(result).what();
+		close(std::get<int>(result));
+
+		const uint32_t g = gpus.front();
+		const uint64_t own = kfd::make_handle(g, kTakenId);
+		std::vector<std::pair<Op, uint64_t>> calls;
+		for (const auto &c : gpu.memory_calls)
+			calls.emplace_back(c.op, c.handle);
+		const std::vector<std::pair<Op, uint64_t>> expected {
+			{ Op::unmap_memory, own },
+			{ Op::free_memory, own },
+			{ Op::import_dmabuf, kfd::make_handle(g, 0) },
+			{ Op::import_dmabuf, kfd::make_handle(g, 1) },
+			{ Op::import_dmabuf, own },
+			{ Op::free_memory, kfd::make_handle(g, 0) },
+			{ Op::free_memory, kfd::make_handle(g, 1) },
+			{ Op::map_memory, own },
+		};
+		EXPECT_EQ(calls, expected);
+		EXPECT_EQ(gpu.memory_calls.front().gpus, gpus) << "unmapped from other GPUs than it was mapped on";
+		EXPECT_EQ(gpu.memory_calls.back().gpus, gpus) << "mapped on other GPUs than before";
+		// its bytes are the restorer's to restore: none of the first GPU's copy
+		EXPECT_EQ(gpu.jobs.at(0).elsewhere, (std::vector<bool> { true, false }));
+
+		// a CPU mapping of the taken buffer cannot be moved
+		uint64_t offset = 0;
+		int map_fd = -2;
+		try {
+			session.update_vma(GpuFileKind::kfd, kFirstBoAddr, kFirstBoAddr >> 12, &offset, &map_fd);
+			ADD_FAILURE() << "the mapping of a taken buffer was moved";
+		} catch (const Error &e) {
+			EXPECT_NE(std::string(e.what()).find("maps shared buffer 1 into its memory"), std::string::npos)
+				<< e.what();
+		}
+	}
+	guard.release();
+}
+
+TEST_F(TakerRestoreTest, ABufferNobodyOffersFailsTheRestoreNamingItAndLeavesNothing)
+{
+	const int other = eventfd(0, EFD_CLOEXEC); // another buffer is offered, not this one
+	guard.offer_buffer(images.fd(), 2, other);
+	close(other);
+	{
+		RestoreSession session(options, ImageDir::files(images.fd()), &guard, topology_dir, gpu, gpu);
+		session.take_timeout_ms = 200;
+		const auto result = restore(session);
+		ASSERT_TRUE(std::holds_alternative<Error>(result)) << "restored without the buffer it shares";
+		const Error &e = std::get<Error>(result);
+		EXPECT_EQ(e.err(), -ETIMEDOUT);
+		EXPECT_NE(std::string(e.what()).find("shared buffer 1 did not come within 200 ms"), std::string::npos)
+			<< e.what();
+		EXPECT_EQ(gpu.count(Op::import_dmabuf), 0);
+		EXPECT_EQ(gpu.still_open(Op::open_kfd), std::vector<int>()) << "the task's KFD state stays";
+		EXPECT_EQ(gpu.still_open(Op::restore), std::vector<int>()) << "dma-buf fds stay open";
+	}
+	guard.release();
 }
 
 } // namespace

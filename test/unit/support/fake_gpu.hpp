@@ -35,6 +35,10 @@ enum class Op {
 	restore,
 	resume,
 	copy,
+	import_dmabuf,
+	free_memory,
+	map_memory,
+	unmap_memory,
 };
 
 const char *to_string(Op op);
@@ -85,6 +89,18 @@ public:
 	int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
 			 std::span<uint8_t> priv_data, uint32_t num_objects) override;
 	int criu_resume(int fd, uint32_t pid) override;
+	// IMPORT_DMABUF gives these ids in turn (then 0x100, 0x101, ...); every memory call is logged.
+	std::vector<uint32_t> import_ids;
+	struct MemoryCall {
+		Op op;
+		uint64_t handle;
+		std::vector<uint32_t> gpus;
+	};
+	std::vector<MemoryCall> memory_calls;
+	int import_dmabuf(int fd, uint32_t gpu_id, int dmabuf_fd, uint64_t va, uint64_t &handle) override;
+	int free_memory(int fd, uint64_t handle) override;
+	int map_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids) override;
+	int unmap_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids) override;
 	std::vector<uint32_t> secondary_contexts(pid_t task) override
 	{
 		contexts_asked_for = task;
@@ -113,6 +129,7 @@ private:
 	std::vector<std::pair<Op, int>> handed_out_;
 	std::map<int, BufferKey> keys_; // of the dma-bufs handed out, by fd
 	uint64_t next_key_ = 1;
+	size_t imports_ = 0;
 	std::set<unsigned int> hidden_minors_;
 	std::optional<Op> fail_op_;
 	int fail_err_ = -EIO;
