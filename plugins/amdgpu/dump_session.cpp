@@ -117,6 +117,15 @@ void DumpSession::close_census()
 	if (census_closed_)
 		return;
 	census_closed_ = true;
+	const std::vector<SharedBuffer> outside = census_.imported_from_outside();
+	if (!outside.empty())
+		fail(-EBUSY,
+		     "a GPU buffer of %s is another GPU's memory, imported by %s, and no process of the dump holds it "
+		     "on its own GPU: a process outside the dump does. Restored, they would hold a copy of their own "
+		     "that its owner no longer sees, so the dump is refused and the processes run on; dump the whole "
+		     "job (its first process with --tree)%s",
+		     describe_size(outside.front().size()).c_str(), describe_holds(outside.front().holds).c_str(),
+		     outside.size() > 1 ? strprintf(" (%zu such buffers in all)", outside.size()).c_str() : "");
 	const std::optional<ForeignVram> f = census_.foreign_vram();
 	if (!f)
 		return;
@@ -265,15 +274,14 @@ void DumpSession::count_buffers(pid_t host_pid, const Checkpoint &cp)
 			fail(-EINVAL,
 			     "pid %d: KFD CHECKPOINT handed out fd %u for the buffer at 0x%llx, which is no dma-buf",
 			     static_cast<int>(pid), bo.dmabuf_fd, static_cast<unsigned long long>(bo.addr));
-		uint32_t gpu_id = bo.gpu_id; // the user id: name the GPU by the actual one where known
-		for (const auto &dev : cp.devices)
-			if (dev.user_gpu_id == bo.gpu_id)
-				gpu_id = dev.actual_gpu_id;
+		const uint32_t gpu_id = actual_gpu(cp.devices, bo.gpu_id);
+		const std::optional<uint32_t> owner = driver_.dmabuf_gpu(static_cast<int>(bo.dmabuf_fd));
 		census_.add(*key, { .pid = pid,
 				    .gpu_id = gpu_id,
 				    .addr = bo.addr,
 				    .size = bo.size,
-				    .alloc_flags = bo.alloc_flags });
+				    .alloc_flags = bo.alloc_flags,
+				    .imported = owner && *owner != gpu_id });
 	}
 	bool known = host_pid != 0;
 	for (const auto &dev : cp.devices) {

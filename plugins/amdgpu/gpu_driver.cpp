@@ -68,6 +68,15 @@ public:
 			return std::nullopt;
 		return BufferKey { static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino) };
 	}
+	std::optional<uint32_t> dmabuf_gpu(int dmabuf_fd) override
+	{
+		if (!own_kfd_)
+			own_kfd_.reset(open(kKfdPath, O_RDWR | O_CLOEXEC));
+		uint32_t gpu_id = 0;
+		if (!own_kfd_ || kfd::dmabuf_gpu(own_kfd_.get(), dmabuf_fd, gpu_id))
+			return std::nullopt;
+		return gpu_id;
+	}
 	std::optional<uint64_t> vram_charged(pid_t pid, uint32_t gpu_id) override
 	{
 		std::ifstream in(std::filesystem::path(kKfdProcDir) / std::to_string(pid) /
@@ -77,6 +86,9 @@ public:
 			return std::nullopt;
 		return bytes;
 	}
+
+private:
+	unique_fd own_kfd_; // criu's own KFD process, for GET_DMABUF_INFO
 };
 
 } // namespace

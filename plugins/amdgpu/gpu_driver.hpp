@@ -56,6 +56,9 @@ public:
 	// The buffer behind a dma-buf fd CHECKPOINT handed out (shared_buffers.hpp), or nothing when
 	// the fd is no dma-buf.
 	virtual std::optional<BufferKey> dmabuf_key(int fd) = 0;
+	// The actual gpu_id of the GPU whose buffer a dma-buf is (KFD GET_DMABUF_INFO, asked through
+	// a /dev/kfd file of this process), or nothing when KFD does not know it.
+	virtual std::optional<uint32_t> dmabuf_gpu(int dmabuf_fd) = 0;
 	// The bytes of VRAM KFD charged task `pid` (criu's pid namespace) on GPU `gpu_id` (actual),
 	// from sysfs; nothing when the kernel does not show it.
 	virtual std::optional<uint64_t> vram_charged(pid_t pid, uint32_t gpu_id) = 0;

@@ -102,6 +102,17 @@ int criu_resume(int fd, uint32_t pid)
 	return ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
 }
 
+int dmabuf_gpu(int fd, int dmabuf_fd, uint32_t &gpu_id)
+{
+	kfd_ioctl_get_dmabuf_info_args args;
+	std::memset(&args, 0, sizeof(args));
+	args.dmabuf_fd = static_cast<uint32_t>(dmabuf_fd);
+	const int ret = ioctl_retry(fd, AMDKFD_IOC_GET_DMABUF_INFO, &args);
+	if (!ret)
+		gpu_id = args.gpu_id;
+	return ret;
+}
+
 int import_dmabuf(int fd, uint32_t gpu_id, int dmabuf_fd, uint64_t va, uint64_t &handle)
 {
 	kfd_ioctl_import_dmabuf_args args;

@@ -58,6 +58,8 @@ inline constexpr uint32_t handle_id(uint64_t handle)
 {
 	return static_cast<uint32_t>(handle);
 }
+// The GPU (its gpu_id) whose buffer a dma-buf is, when it is an amdgpu buffer KFD can use.
+int dmabuf_gpu(int fd, int dmabuf_fd, uint32_t &gpu_id);
 int import_dmabuf(int fd, uint32_t gpu_id, int dmabuf_fd, uint64_t va, uint64_t &handle);
 int free_memory(int fd, uint64_t handle);
 int map_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu_ids);

@@ -136,6 +136,21 @@ std::optional<ForeignVram> SharedBufferCensus::foreign_vram() const
 	return f;
 }
 
+std::vector<SharedBuffer> SharedBufferCensus::imported_from_outside() const
+{
+	std::vector<SharedBuffer> out;
+	for (const BufferKey &key : order_) {
+		const std::vector<BufferHold> &holds = holds_.at(key);
+		const bool owned = std::any_of(holds.begin(), holds.end(),
+					       [](const BufferHold &h) { return !h.held_fd() && !h.imported; });
+		const bool imported =
+			std::any_of(holds.begin(), holds.end(), [](const BufferHold &h) { return h.imported; });
+		if (imported && !owned)
+			out.push_back({ key, holds });
+	}
+	return out;
+}
+
 std::string describe_size(uint64_t bytes)
 {
 	if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0)

@@ -16,7 +16,11 @@
 // dma-buf it was imported from), every bucket of one buffer, in any process, comes with the same
 // dma-buf, and a dma-buf is its own inode. A dma-buf fd a task holds itself is one too.
 //
-// What tells it that a buffer came from a process outside the dump: KFD charges each process
+// What tells it that a buffer came from a process outside the dump: a buffer imported from
+// another GPU is a buffer of its own on the importing GPU (KFD imports it as GTT there), whose
+// dma-buf is still the other GPU's (KFD's GET_DMABUF_INFO names that GPU); a buffer of another GPU
+// that no process of the dump holds on that GPU is some other process's. For imports on the same
+// GPU, KFD charges each process
 // for the VRAM it allocates (sysfs /sys/class/kfd/kfd/proc/<pid>/vram_<gpu_id>) and not for what
 // it imports. So the VRAM buffers of the dump, each counted once, may exceed what the dumped
 // processes were charged by no more than what they imported from one another; anything beyond is
@@ -54,6 +58,7 @@ struct BufferHold {
 	uint32_t alloc_flags = 0; // the bucket's KFD_IOC_ALLOC_MEM_FLAGS_*; 0 for an fd
 	int fd = -1;		  // the fd's number in the task, for a held dma-buf fd
 	int file_id = -1;	  // or criu's file id of it, where the number is not known
+	bool imported = false;	  // a bucket of another GPU's buffer (KFD's GET_DMABUF_INFO says so)
 	bool held_fd() const { return fd >= 0 || file_id >= 0; }
 	bool same_bucket(const BufferHold &o) const
 	{
@@ -101,6 +106,9 @@ public:
 	std::optional<BufferHold> restorer_of(const BufferKey &key) const;
 	// VRAM from outside the dump, when the charges of every process are known and fall short.
 	std::optional<ForeignVram> foreign_vram() const;
+	// Buffers of another GPU than their buckets' (imported across GPUs) that no bucket of the dump
+	// holds on their own GPU: a process outside the dump holds them there.
+	std::vector<SharedBuffer> imported_from_outside() const;
 
 private:
 	std::map<BufferKey, std::vector<BufferHold>> holds_;

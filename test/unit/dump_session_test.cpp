@@ -378,6 +378,29 @@ TEST_F(DumpTreeTest, VramNoTaskOfTheTreeWasChargedForRefusesTheDumpAsImportedFro
 	EXPECT_EQ(image_files(images.path()), std::vector<std::string>());
 }
 
+TEST_F(DumpTreeTest, ABufferOfAnotherGpuWhoseOwnerIsNotDumpedRefusesTheDump)
+{
+	gpu.imported_bos = { 1 }; // KFD says the second BO is another GPU's memory
+	task();
+	std::optional<Error> error;
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		session.checkpoint_task(tasks[0], files_of(0));
+		try {
+			session.close_census();
+		} catch (const Error &e) {
+			error = e;
+		}
+		session.finish();
+	}
+	ASSERT_TRUE(error);
+	const std::string msg = error->what();
+	EXPECT_NE(msg.find("is another GPU's memory, imported by pid"), std::string::npos) << msg;
+	EXPECT_NE(msg.find("a process outside the dump does"), std::string::npos) << msg;
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+	EXPECT_EQ(image_files(images.path()), std::vector<std::string>());
+}
+
 TEST_F(DumpTreeTest, VramEveryTaskWasChargedForIsNoObstacle)
 {
 	gpu.vram_charge = 2 << 16; // each GPU: its two VRAM BOs

@@ -164,12 +164,23 @@ int FakeGpu::criu_checkpoint(int fd, const kfd::ProcessInfo &, std::span<kfd_cri
 		bos[i] = bos_[i];
 		bos[i].dmabuf_fd =
 			bos_[i].alloc_flags & kfd::kContentMemFlags ? new_fd(Op::checkpoint) : KFD_INVALID_FD;
-		if (bos[i].dmabuf_fd != KFD_INVALID_FD)
+		if (bos[i].dmabuf_fd != KFD_INVALID_FD) {
 			keys_[static_cast<int>(bos[i].dmabuf_fd)] =
 				shared_bos.count(i) ? BufferKey { 1, i } : BufferKey { 2, next_key_++ };
+			gpus_[static_cast<int>(bos[i].dmabuf_fd)] =
+				imported_bos.count(i) ? foreign_gpu : bos_[i].gpu_id;
+		}
 	}
 	std::memset(priv_data.data(), 0x5a, priv_data.size());
 	return 0;
+}
+
+std::optional<uint32_t> FakeGpu::dmabuf_gpu(int fd)
+{
+	const auto it = gpus_.find(fd);
+	if (it == gpus_.end())
+		return std::nullopt;
+	return it->second;
 }
 
 std::optional<BufferKey> FakeGpu::dmabuf_key(int fd)

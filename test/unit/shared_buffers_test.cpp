@@ -102,6 +102,19 @@ TEST(SharedBufferCensus, ForeignVramIsUndecidedWhileAChargeIsUnknown)
 	EXPECT_FALSE(census.foreign_vram());
 }
 
+TEST(SharedBufferCensus, AnotherGpusBufferNoBucketHoldsOnItsOwnGpuIsFromOutside)
+{
+	SharedBufferCensus census;
+	BufferHold imported = bucket(100, kMiB, kGtt, 0x2000);
+	imported.imported = true;
+	census.add({ 9, 1 }, imported); // its owner is not dumped
+	census.add({ 9, 2 }, bucket(100, kMiB, kVram, 0x1000));
+	census.add({ 9, 2 }, imported); // its owner is
+	const std::vector<SharedBuffer> outside = census.imported_from_outside();
+	ASSERT_EQ(outside.size(), 1u);
+	EXPECT_EQ(outside[0].key, (BufferKey { 9, 1 }));
+}
+
 TEST(SharedBufferCensus, SizesAreSaidInTheLargestWholeUnit)
 {
 	EXPECT_EQ(describe_size(64 * kMiB), "64 MiB (67108864 bytes)");

@@ -111,6 +111,11 @@ public:
 	// here: those are one buffer in every checkpoint, as a buffer that processes share.
 	std::set<size_t> shared_bos;
 	std::optional<BufferKey> dmabuf_key(int fd) override;
+	// The GPU whose buffer each dma-buf is: the BO's own, but for the BOs (by index) named here,
+	// which are another GPU's (`foreign_gpu`), as buffers imported from another GPU.
+	std::set<size_t> imported_bos;
+	uint32_t foreign_gpu = 0xf00d;
+	std::optional<uint32_t> dmabuf_gpu(int fd) override;
 	// KFD's VRAM charge of every process on every GPU; unknown when unset.
 	std::optional<uint64_t> vram_charge;
 	std::optional<uint64_t> vram_charged(pid_t, uint32_t) override { return vram_charge; }
@@ -128,6 +133,7 @@ private:
 	std::vector<Call> calls_;
 	std::vector<std::pair<Op, int>> handed_out_;
 	std::map<int, BufferKey> keys_; // of the dma-bufs handed out, by fd
+	std::map<int, uint32_t> gpus_;	// the GPU whose buffer each is, by fd
 	uint64_t next_key_ = 1;
 	size_t imports_ = 0;
 	std::set<unsigned int> hidden_minors_;
