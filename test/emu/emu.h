@@ -21,6 +21,8 @@
 #include <linux/rbtree.h>
 #include <linux/workqueue.h>
 #include <linux/mmu_notifier.h>
+#include <linux/kobject.h>
+#include <linux/sysfs.h>
 #include <linux/kfd_ioctl.h>
 #include <drm/drm_gem.h>
 
@@ -375,6 +377,14 @@ struct emu_kfd_mem {
 	unsigned long mapped;		/* bitmap of pdd indices */
 };
 
+/* A GPU's entries in its process' sysfs directory (emu_procfs.c) */
+struct emu_pdd_procfs {
+	struct kobj_attribute vram, sdma, evicted_ms, cu_occupancy;
+	char vram_name[16], sdma_name[16], stats_name[16];
+	struct kobject *stats;
+	u64 sdma_past_bytes;		/* of its destroyed SDMA queues; under p->lock */
+};
+
 struct emu_pdd {
 	struct emu_process *p;
 	struct emu_gpu *gpu;
@@ -391,6 +401,7 @@ struct emu_pdd {
 	u64 tba_addr, tma_addr;
 	u32 default_policy, alt_policy;
 	u64 alt_base, alt_size;
+	struct emu_pdd_procfs procfs;
 };
 
 /* What the packet processor makes of a compute AQL queue */
@@ -435,6 +446,7 @@ struct emu_queue {
 	u32 mqd_size;
 	void *mqd;
 	void *ctl_stack;
+	struct kobject *procfs;		/* queues/<id> of its process' directory */
 };
 
 struct emu_event {
@@ -448,6 +460,15 @@ struct emu_event {
 	struct kfd_hsa_memory_exception_data mem_data;
 	struct kfd_hsa_hw_exception_data hw_data;
 	u64 age;			/* signals so far, from 1 (KFD 1.14) */
+};
+
+/* A process' directory in /sys/class/kfd/kfd/proc (emu_procfs.c) */
+struct emu_process_procfs {
+	struct kobject *dir;		/* proc/<pid>, or 7.3's context_<id>; under p->lock */
+	struct kobject *queues;		/* under p->lock */
+	struct kobj_attribute pasid;
+	u32 pasid_value;
+	bool made;			/* a primary's, under emu_open_mutex */
 };
 
 struct emu_process {
@@ -472,6 +493,9 @@ struct emu_process {
 	bool queues_paused;		/* CRIU PROCESS_INFO .. UNPAUSE */
 	bool restore_pending;		/* CRIU RESTORE .. RESUME */
 	unsigned int evict_count;
+	u64 evict_start;		/* jiffies when evict_count left 0 */
+	u64 evicted_jiffies;		/* of the evictions that ended */
+	struct emu_process_procfs procfs;
 
 	struct list_head queues;
 	unsigned int n_queues;
@@ -496,7 +520,6 @@ struct emu_process {
 	struct emu_process *primary;	/* a secondary's, with a reference */
 	struct ida context_ids;		/* a primary's: the ids of its secondaries */
 	unsigned int n_secondaries;	/* a primary's, alive */
-	struct kobject *sysfs_dir;	/* proc/<pid> (primary), context_<id> (secondary) */
 #endif
 };
 
@@ -588,8 +611,6 @@ void emu_context_release(struct emu_process *p);
 void emu_context_teardown(struct emu_process *p);
 void emu_context_profiler_release(struct emu_process *p);
 void emu_context_free(struct emu_process *p);
-int emu_context_init(struct device *kfd_dev);
-void emu_context_fini(void);
 static inline bool emu_process_is_secondary(const struct emu_process *p)
 {
 	return p->context_id != EMU_CONTEXT_ID_PRIMARY;
@@ -600,6 +621,17 @@ static inline bool emu_process_is_secondary(const struct emu_process *p)
 	return false;
 }
 #endif
+
+/* /sys/class/kfd/kfd/proc (emu_procfs.c) */
+int emu_procfs_init(struct device *kfd_dev);
+void emu_procfs_fini(void);
+void emu_procfs_add(struct emu_process *p);
+#ifdef AMDKFD_IOC_CREATE_PROCESS
+void emu_procfs_add_context(struct emu_process *s, struct emu_process *primary);
+#endif
+void emu_procfs_remove(struct emu_process *p);
+void emu_procfs_add_queue(struct emu_process *p, struct emu_queue *q);
+void emu_procfs_del_queue(struct emu_queue *q);
 
 /* CRIU */
 int emu_ioctl_criu_op(struct file *filp, struct emu_process *p, void *data);

@@ -14,7 +14,8 @@
  *    already a secondary gets -EINVAL.
  *  - A secondary is identified by a context id, the lowest free in
  *    0..0xFFFE, shown only in sysfs as /sys/class/kfd/kfd/proc/<pid>/
- *    context_<id>; no ioctl returns it.
+ *    context_<id> (with the entries of its own resources, emu_procfs.c);
+ *    no ioctl returns it.
  *  - Every ioctl on the file works on the file's context, the CRIU ones
  *    included: PROCESS_INFO pauses and describes that context alone (with
  *    the task's pid, as the primary's), CHECKPOINT saves it with nothing
@@ -24,16 +25,13 @@
  *  - On a secondary, SVM and USERPTR allocations are -EOPNOTSUPP.
  *  - Closing a secondary's file destroys it at once.
  *
- * The emulator's simplifications: a primary left with neither files nor
+ * The emulator's simplification: a primary left with neither files nor
  * secondaries is torn down at once, as the emulator always did, where KFD
- * waits for the address space to go; the sysfs directories carry no
- * attributes, and proc/<pid> exists only while the primary has had a
- * secondary.
+ * waits for the address space to go.
  */
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
-#include <linux/kobject.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
@@ -41,29 +39,7 @@
 
 #ifdef AMDKFD_IOC_CREATE_PROCESS
 
-static struct kobject *emu_proc_dir;		/* /sys/class/kfd/kfd/proc */
-
 /* ---- secondary contexts ------------------------------------------------- */
-
-static void emu_context_sysfs_add(struct emu_process *primary, struct emu_process *s)
-{
-	char name[24];
-
-	if (!primary->sysfs_dir) {
-		snprintf(name, sizeof(name), "%d", task_pid_nr(primary->lead_thread));
-		primary->sysfs_dir = kobject_create_and_add(name, emu_proc_dir);
-	}
-	if (!primary->sysfs_dir)
-		goto fail;
-	snprintf(name, sizeof(name), "context_%u", s->context_id);
-	s->sysfs_dir = kobject_create_and_add(name, primary->sysfs_dir);
-	if (s->sysfs_dir)
-		return;
-fail:
-	/* as KFD, a context without its sysfs entry still works */
-	pr_warn(EMU_NAME ": no sysfs entry for context %u of pid %d\n", s->context_id,
-		task_pid_nr(primary->lead_thread));
-}
 
 int emu_ioctl_create_process(struct file *filp, struct emu_process *p, void *data)
 {
@@ -94,7 +70,7 @@ int emu_ioctl_create_process(struct file *filp, struct emu_process *p, void *dat
 	s->context_id = id;
 	kref_get(&p->ref);
 	s->primary = p;
-	emu_context_sysfs_add(p, s);
+	emu_procfs_add_context(s, p);
 
 	/*
 	 * The file's subscription reference to the mm's notifier now keeps the
@@ -131,10 +107,6 @@ void emu_context_release(struct emu_process *s)
 void emu_context_teardown(struct emu_process *p)
 {
 	emu_context_profiler_release(p);
-	if (emu_process_is_secondary(p) && p->sysfs_dir) {
-		kobject_put(p->sysfs_dir);
-		p->sysfs_dir = NULL;
-	}
 }
 
 /* The structure of @p is freed: what the context part of it holds. */
@@ -145,8 +117,6 @@ void emu_context_free(struct emu_process *p)
 		emu_process_put(p->primary);
 		return;
 	}
-	if (p->sysfs_dir)
-		kobject_put(p->sysfs_dir);
 	ida_destroy(&p->context_ids);
 }
 
@@ -232,17 +202,4 @@ void emu_context_profiler_release(struct emu_process *p)
 }
 #endif /* AMDKFD_IOC_PROFILER */
 
-/* ---- module ------------------------------------------------------------- */
-
-int emu_context_init(struct device *kfd_dev)
-{
-	emu_proc_dir = kobject_create_and_add("proc", &kfd_dev->kobj);
-	return emu_proc_dir ? 0 : -ENOMEM;
-}
-
-void emu_context_fini(void)
-{
-	kobject_put(emu_proc_dir);
-	emu_proc_dir = NULL;
-}
 #endif /* AMDKFD_IOC_CREATE_PROCESS */

@@ -165,6 +165,7 @@ static
 #endif
 void emu_process_teardown(struct emu_process *p)
 {
+	emu_procfs_remove(p);
 	mutex_lock(&p->lock);
 	p->hb_stopping = true;
 	mutex_unlock(&p->lock);
@@ -251,6 +252,7 @@ static void emu_mm_gone_secondaries(struct mm_struct *mm)
 		spin_unlock(&emu_list_lock);
 		if (!found)
 			return;
+		emu_procfs_remove(s);
 		mutex_lock(&s->lock);
 		s->mm_gone = true;
 		s->hb_stopping = true;
@@ -282,6 +284,7 @@ static void emu_mn_release(struct mmu_notifier *mn, struct mm_struct *mm)
 	struct emu_process *p = container_of(mn, struct emu_process, mn);
 
 	emu_process_unlist(p);
+	emu_procfs_remove(p);
 	mutex_lock(&p->lock);
 	p->mm_gone = true;
 	p->hb_stopping = true;
@@ -335,6 +338,11 @@ static int emu_kfd_open(struct inode *inode, struct file *filp)
 	p = container_of(mn, struct emu_process, mn);
 	if (!p->n_files++)
 		emu_process_list(p);
+	/* as kfd_create_process(): a new process gets its sysfs directory */
+	if (!p->procfs.made) {
+		p->procfs.made = true;
+		emu_procfs_add(p);
+	}
 	mutex_unlock(&emu_open_mutex);
 	mmput(mm);
 
@@ -460,15 +468,21 @@ bool emu_process_queues_active(struct emu_process *p)
 	return !p->evict_count && !p->torn_down && !p->hb_stopping;
 }
 
+/* As KFD, the time from the first eviction to the last restore counts as evicted. */
 void emu_process_evict(struct emu_process *p)
 {
-	p->evict_count++;
+	if (!p->evict_count++)
+		p->evict_start = get_jiffies_64();
 }
 
 void emu_process_restore(struct emu_process *p)
 {
-	if (p->evict_count && !--p->evict_count)
+	if (p->evict_count && !--p->evict_count) {
+		u64 evicted = get_jiffies_64() - p->evict_start;
+
+		WRITE_ONCE(p->evicted_jiffies, p->evicted_jiffies + evicted);
 		emu_heartbeat_kick(p);
+	}
 }
 
 /* ---- simple ioctls ------------------------------------------------------ */
@@ -1126,13 +1140,11 @@ int emu_kfd_init(void)
 	ret = emu_topology_init(emu_kfd_device);
 	if (ret)
 		goto err_device;
-#ifdef AMDKFD_IOC_CREATE_PROCESS
-	ret = emu_context_init(emu_kfd_device);
+	ret = emu_procfs_init(emu_kfd_device);
 	if (ret) {
 		emu_topology_fini();
 		goto err_device;
 	}
-#endif
 	return 0;
 
 err_device:
@@ -1146,9 +1158,7 @@ err_chrdev:
 
 void emu_kfd_fini(void)
 {
-#ifdef AMDKFD_IOC_CREATE_PROCESS
-	emu_context_fini();
-#endif
+	emu_procfs_fini();
 	emu_topology_fini();
 	device_destroy(emu_kfd_class, MKDEV(emu_kfd_major, 0));
 	class_destroy(emu_kfd_class);

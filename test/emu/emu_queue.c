@@ -147,6 +147,7 @@ int emu_queue_add(struct emu_process *p, struct emu_queue *q, bool fixed_id)
 	set_bit(q->doorbell_id, pdd->doorbell_ids);
 	list_add_tail(&q->link, &p->queues);
 	p->n_queues++;
+	emu_procfs_add_queue(p, q);
 	emu_heartbeat_kick(p);
 	return 0;
 }
@@ -184,6 +185,7 @@ void emu_queue_free(struct emu_process *p, struct emu_queue *q)
 {
 	struct emu_pdd *pdd = q->pdd;
 
+	emu_procfs_del_queue(q);
 	list_del(&q->link);
 	p->n_queues--;
 	clear_bit(q->id, p->queue_ids);

@@ -123,6 +123,9 @@ void dmabuf_unmap(int render_fd, void *p, uint64_t size, uint32_t gem_handle);
 pid_t run_child(const char *what, void (*fn)(struct ctx *, void *), struct ctx *ctx, void *arg);
 bool wait_child(pid_t pid, const char *what);
 
+int kfd_proc_number(pid_t pid, const char *rel, uint64_t *v);
+int kfd_proc_vram(pid_t pid, uint32_t gpu_id, uint64_t *bytes);
+
 bool debugfs_ready(void);
 int fault_arm(const char *cmd);
 
@@ -145,6 +148,7 @@ void test_non_owner(struct ctx *ctx);
 void test_newer_kfd(struct ctx *ctx);
 void test_criu(struct ctx *ctx);
 void test_contexts(struct ctx *ctx);
+void test_kfd_procfs(struct ctx *ctx);
 void test_profiler(struct ctx *ctx);
 void test_fault_injection(struct ctx *ctx);
 

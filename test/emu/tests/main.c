@@ -69,6 +69,7 @@ int main(void)
 	test_newer_kfd(&ctx);
 	test_criu(&ctx);
 	test_contexts(&ctx);
+	test_kfd_procfs(&ctx);
 	test_profiler(&ctx);
 	test_fault_injection(&ctx);
 

@@ -531,6 +531,46 @@ static void check_checkpoint_result(struct criu_state *st)
 	tap_ok(content, "CHECKPOINT dma-buf shows the target's BO contents (§2.2, §4.4)");
 }
 
+static uint64_t vram_bucket_bytes(const struct kfd_criu_bo_bucket *bos, uint32_t n, uint32_t gpu_id)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (bos[i].gpu_id == gpu_id && (bos[i].alloc_flags & ALLOC_VRAM))
+			sum += bos[i].size;
+	return sum;
+}
+
+/*
+ * proc/<pid>/vram_<gpu_id> (6.1/7.3 kfd_process.c) counts every VRAM buffer the process
+ * allocated, in whole pages: the checkpoint's VRAM buckets, and the buffer at VA 0 that
+ * CHECKPOINT leaves out.
+ */
+static void check_target_vram(struct criu_state *st)
+{
+	struct ctx *ctx = st->ctx;
+	bool ok = true;
+
+	for (unsigned int i = 0; i < ctx->n_gpus; i++) {
+		uint32_t id = ctx->gpu[i].id;
+		uint64_t want = vram_bucket_bytes(st->bos, st->info.num_bos, id), got = 0;
+
+		for (uint32_t k = 0; k < st->ti->n_bos; k++) {
+			const struct bo *b = &st->ti->bos[k].bo;
+
+			if (!st->ti->bos[k].counted && b->gpu_id == id && (b->flags & ALLOC_VRAM))
+				want += (b->size + PAGE_SZ - 1) & ~(PAGE_SZ - 1);
+		}
+		if (kfd_proc_vram(st->tpid, id, &got) || got != want) {
+			tap_diag("vram_%u of the target: %llu, want %llu", id,
+				 (unsigned long long)got, (unsigned long long)want);
+			ok = false;
+		}
+	}
+	tap_ok(ok, "the target's vram_<gpu_id>: its VRAM buckets plus the VRAM at VA 0 that "
+		   "CHECKPOINT skips (6.1/7.3)");
+}
+
 static void close_checkpoint_fds(struct criu_state *st)
 {
 	for (uint32_t i = 0; i < st->info.num_bos; i++)
@@ -565,6 +605,15 @@ static bool dump_target(struct criu_state *st)
 	memset(&a, 0, sizeof(a));
 	tap_errno(criu_op(st->tkfd, &a, KFD_CRIU_OP_UNPAUSE), 0, "UNPAUSE after PROCESS_INFO");
 	heartbeat_running(st, "heartbeat: UNPAUSE restarts the queues (§2.3)");
+	{
+		char rel[32];
+		uint64_t ms = 0;
+
+		snprintf(rel, sizeof(rel), "stats_%u/evicted_ms", st->ctx->gpu[0].id);
+		tap_ok(!kfd_proc_number(st->tpid, rel, &ms) && ms > 0,
+		       "the target's %s counts the time PROCESS_INFO kept it evicted (6.1/7.3)",
+		       rel);
+	}
 	memset(&a, 0, sizeof(a));
 	tap_errno(criu_op(st->tkfd, &a, KFD_CRIU_OP_UNPAUSE), EINVAL,
 		  "UNPAUSE when not paused -> EINVAL (§2.3)");
@@ -583,6 +632,7 @@ static bool dump_target(struct criu_state *st)
 		return false;
 	st->checkpointed = true;
 	check_checkpoint_result(st);
+	check_target_vram(st);
 	heartbeat_paused(st, "heartbeat: queues stay evicted after CHECKPOINT (§2.2)");
 
 	memset(&a, 0, sizeof(a));
@@ -935,6 +985,24 @@ static void check_restored_buckets(struct criu_state *st, struct restore_buf *rb
 	tap_ok(content, "%s: bytes written via the render mapping read back via the dma-buf", pfx);
 }
 
+/* 6.1/7.3 criu_restore_memory_of_gpu: each VRAM bucket recreated counts, by actual gpu_id. */
+static void check_restored_vram(const struct restore_buf *rb)
+{
+	bool ok = true;
+
+	for (uint32_t i = 0; i < rb->a.num_devices; i++) {
+		const struct kfd_criu_device_bucket *d = &rb->devs[i];
+		uint64_t want = vram_bucket_bytes(rb->bos, rb->a.num_bos, d->user_gpu_id), got = 0;
+
+		if (kfd_proc_vram(getpid(), d->actual_gpu_id, &got) || got != want) {
+			tap_diag("vram_%u of the restored process: %llu, want %llu",
+				 d->actual_gpu_id, (unsigned long long)got, (unsigned long long)want);
+			ok = false;
+		}
+	}
+	tap_ok(ok, "RESTORE: the restored process' vram_<gpu_id> counts its VRAM buckets (6.1/7.3)");
+}
+
 static void restore_events_check(struct criu_state *st, int kfd)
 {
 	struct target_info *ti = st->ti;
@@ -1001,6 +1069,7 @@ static void restore_good_child(struct ctx *ctx, void *arg)
 		if (st->ti->restore_ok) {
 			check_restored_buckets(st, &rb, "RESTORE");
 			restore_events_check(st, kfd);
+			check_restored_vram(&rb);
 		}
 	}
 	if (write(ca->sock, "R", 1) != 1 || read(ca->sock, &go, 1) != 1)

@@ -560,6 +560,29 @@ bool wait_child(pid_t pid, const char *what)
 	return false;
 }
 
+/* A number of /sys/class/kfd/kfd/proc/<pid>/<rel>, printed as KFD prints them: decimal, newline. */
+int kfd_proc_number(pid_t pid, const char *rel, uint64_t *v)
+{
+	char path[256], text[32], *end;
+	int r;
+
+	snprintf(path, sizeof(path), "/sys/class/kfd/kfd/proc/%d/%s", (int)pid, rel);
+	r = read_text(path, text, sizeof(text));
+	if (r)
+		return r;
+	*v = strtoull(text, &end, 10);
+	return end != text && !strcmp(end, "\n") ? 0 : -EINVAL;
+}
+
+/* proc/<pid>/vram_<gpu_id>: the bytes of VRAM KFD counts for the process on that GPU. */
+int kfd_proc_vram(pid_t pid, uint32_t gpu_id, uint64_t *bytes)
+{
+	char rel[32];
+
+	snprintf(rel, sizeof(rel), "vram_%u", gpu_id);
+	return kfd_proc_number(pid, rel, bytes);
+}
+
 bool debugfs_ready(void)
 {
 	if (!access(EMU_DEBUGFS "/fault", W_OK))
