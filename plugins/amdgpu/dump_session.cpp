@@ -159,6 +159,7 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 		own = checkpoint(paused.fd.get(), info);
 		count_buffers(paused.host_pid, *own);
 		refuse_shared_buffers();
+		refuse_imports(paused.host_pid ? paused.host_pid : static_cast<pid_t>(own->info.pid));
 	}
 	const Checkpoint &cp = taken ? *taken->taken : *own;
 	const std::map<uint32_t, uint32_t> actual_to_user = user_gpu_ids(cp);
@@ -298,6 +299,22 @@ void DumpSession::count_buffers(pid_t host_pid, const Checkpoint &cp)
 		pr_debug("pid %d: KFD's VRAM charge is not in sysfs; VRAM from outside the dump goes unnoticed",
 			 static_cast<int>(pid));
 	}
+}
+
+// criu before 4.1: what a process imported cannot be restored shared, from whomever it came.
+void DumpSession::refuse_imports(pid_t pid) const
+{
+	const uint64_t vram = census_.vram_beyond_charge(pid);
+	const std::vector<BufferHold> other_gpus = census_.imported_holds(pid);
+	if (!vram && other_gpus.empty())
+		return;
+	fail(-EBUSY,
+	     "pid %d holds GPU memory it imported from another process (%s of VRAM beyond what KFD charged it%s%s): "
+	     "KFD RESTORE would give it a copy of its own, and only a criu that shows the plugin the whole tree "
+	     "before the first image (4.1 or newer) lets the plugin restore such memory shared, so the dump is "
+	     "refused and the processes run on",
+	     static_cast<int>(pid), describe_size(vram).c_str(), other_gpus.empty() ? "" : "; other GPUs' buffers: ",
+	     other_gpus.empty() ? "" : describe_holds(other_gpus).c_str());
 }
 
 // Shared memory cannot be restored shared (yet): each process would get a buffer of its own.

@@ -108,6 +108,7 @@ private:
 	// Adds the process's VRAM/GTT buckets and its VRAM charge to the census; refuses sharing.
 	void count_buffers(pid_t host_pid, const Checkpoint &cp);
 	void refuse_shared_buffers() const;
+	void refuse_imports(pid_t pid) const;
 	// How each BO of `cp` is shared (none: nothing of it is).
 	std::vector<BoShare> shares_of(pid_t host_pid, const Checkpoint &cp);
 	std::map<uint32_t, uint32_t> user_gpu_ids(const Checkpoint &cp);

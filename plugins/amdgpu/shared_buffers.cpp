@@ -151,6 +151,29 @@ std::vector<SharedBuffer> SharedBufferCensus::imported_from_outside() const
 	return out;
 }
 
+uint64_t SharedBufferCensus::vram_beyond_charge(pid_t pid) const
+{
+	const auto c = charged_.find(pid);
+	if (c == charged_.end() || std::find(uncharged_.begin(), uncharged_.end(), pid) != uncharged_.end())
+		return 0;
+	uint64_t vram = 0;
+	for (const auto &[key, holds] : holds_)
+		for (const BufferHold &h : holds)
+			if (h.pid == pid && is_vram(h))
+				vram += h.size;
+	return vram > c->second ? vram - c->second : 0;
+}
+
+std::vector<BufferHold> SharedBufferCensus::imported_holds(pid_t pid) const
+{
+	std::vector<BufferHold> out;
+	for (const BufferKey &key : order_)
+		for (const BufferHold &h : holds_.at(key))
+			if (h.pid == pid && h.imported)
+				out.push_back(h);
+	return out;
+}
+
 std::string describe_size(uint64_t bytes)
 {
 	if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0)

@@ -109,6 +109,10 @@ public:
 	// Buffers of another GPU than their buckets' (imported across GPUs) that no bucket of the dump
 	// holds on their own GPU: a process outside the dump holds them there.
 	std::vector<SharedBuffer> imported_from_outside() const;
+	// What process `pid` imported, whoever from: the VRAM it holds beyond its charge (0 when the
+	// charge is unknown), and its buckets of another GPU's buffers.
+	uint64_t vram_beyond_charge(pid_t pid) const;
+	std::vector<BufferHold> imported_holds(pid_t pid) const;
 
 private:
 	std::map<BufferKey, std::vector<BufferHold>> holds_;

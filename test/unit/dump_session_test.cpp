@@ -219,6 +219,20 @@ TEST_F(DumpSessionTest, ATransientUnpauseFailureIsTriedAgain)
 	EXPECT_EQ(gpu.count(Op::unpause), 2);
 }
 
+TEST_F(DumpSessionTest, MemoryOfAnotherGpuAProcessImportedRefusesTheDumpWhereCriuHandsTheFilesOneByOne)
+{
+	gpu.imported_bos = { 1 };
+	const std::optional<Error> error = dump();
+	ASSERT_TRUE(error) << "a process holding imported memory was dumped apart from its owner";
+	EXPECT_EQ(error->err(), -EBUSY);
+	const std::string msg = error->what();
+	EXPECT_NE(msg.find("holds GPU memory it imported from another process"), std::string::npos) << msg;
+	EXPECT_NE(msg.find("other GPUs' buffers: pid 4242 (VRAM on GPU"), std::string::npos) << msg;
+	EXPECT_TRUE(gpu.called(Op::unpause, gpu.paused_fd())) << "the queues stay paused";
+	EXPECT_EQ(image_files(images.path()), std::vector<std::string>());
+	EXPECT_FALSE(fds_leaked);
+}
+
 // criu 4.1+ hands every task of the frozen tree to checkpoint_task() before anything is dumped.
 class DumpTreeTest : public DumpSessionTest {
 protected:
