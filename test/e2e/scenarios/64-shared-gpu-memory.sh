@@ -21,7 +21,7 @@
 #     buffer); restored on the same node, then dumped again and restored on a larger node with
 #     other gpu_ids: every rank sees the others' writes, heartbeats run, each rank is the task it
 #     was. SHARED_RESTORE_ARGS: more arguments for that job (--no-dmabuf-fd: IPC alone).
-# timeout: 1500
+# timeout: 900
 . test/vm/lib.sh
 . test/e2e/lib.sh
 userland_private_mounts "$@"
