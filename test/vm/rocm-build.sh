@@ -3,9 +3,10 @@
 #
 # Builds our ROCm programs inside a ROCm userland's root (test/vm/rocm-root.sh), with its compiler
 # and against its ROCm: the emulator's ROCm clients (test/emu/clients/rocr_client, hip_client) and
-# the ROCm runtime and HIP workloads (test/e2e/bin/rocr_workload, hip_workload). Sources are
-# copied to build/vm/rocm-<version>/src/test/{emu/clients,e2e,common} (modification times kept, so
-# make rebuilds only what changed); the programs are run chrooted into that root, which sees the
+# the ROCm runtime and HIP workloads (test/e2e/bin/rocr_workload, hip_workload) and the job of ranks
+# that share GPU memory (ipc_workload). Sources are copied to
+# build/vm/rocm-<version>/src/test/{emu/clients,e2e,common} (modification times kept, so make
+# rebuilds only what changed); the programs are run chrooted into that root, which sees the
 # checkout at its own path (test/vm/scenarios/33-rocm-userlands.sh).
 #
 # The checkout is bound into the root at its own path in a mount namespace of this script's own:
@@ -29,8 +30,9 @@ tar -C "$top/test" -cf - --exclude='*.o' --exclude=bin --exclude=gen-include --e
 
 {
 	root_run "$root" make -C "$src/test/emu/clients" -j2 rocr_client hip_client &&
-		root_run "$root" make -C "$src/test/e2e" -j2 bin/rocr_workload bin/hip_workload
+		root_run "$root" make -C "$src/test/e2e" -j2 bin/rocr_workload bin/hip_workload bin/ipc_workload
 } >"$log" 2>&1 || die "the build in the ROCm $version root failed"
-for bin in emu/clients/rocr_client emu/clients/hip_client e2e/bin/rocr_workload e2e/bin/hip_workload; do
+for bin in emu/clients/rocr_client emu/clients/hip_client e2e/bin/rocr_workload e2e/bin/hip_workload \
+	e2e/bin/ipc_workload; do
 	[ -x "$src/test/$bin" ] || die "no $bin was built"
 done

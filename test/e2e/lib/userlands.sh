@@ -14,6 +14,9 @@
 #                                     of those ROCM_USERLANDS names if set (make check: "6.4")
 #   userland_workloads <version>      the workloads built in it ("rocr hip")
 #   userland_label <version>          "ROCm 6.4 (libhsa-runtime64-1 6.4.3+dfsg-5)"
+#   userland_criu_dumps <version>     false where the criu in PATH cannot dump its processes: criu
+#                                     before 4.2, with a root whose glibc (2.42 and newer, sid's)
+#                                     puts a guard region in every thread stack (MADV_GUARD_INSTALL)
 #   userland_private_mounts "$@"      re-execute the scenario in a mount namespace of its own, so
 #                                     that every bind vanishes with it
 #   userland_enter <version>          bind the guest's directories into the root; sets WL_ROOT and
@@ -55,6 +58,13 @@ userland_private_mounts() {
 	if [ -z "${USERLAND_UNSHARED:-}" ]; then
 		USERLAND_UNSHARED=1 exec unshare --mount --propagation private "$0" "$@"
 	fi
+}
+
+userland_criu_dumps() {
+	local libc
+	libc=$(awk '/^Package: libc6$/ { p = 1 } p && /^Version:/ { print $2; exit }' \
+		"$USERLAND_DIR/rocm-$1/root/var/lib/dpkg/status")
+	dpkg --compare-versions "$(criu_version)" ge 4.2 || dpkg --compare-versions "$libc" lt 2.42
 }
 
 USERLAND_MOUNTS=()

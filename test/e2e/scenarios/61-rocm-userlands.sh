@@ -23,22 +23,13 @@ userland_private_mounts "$@"
 e2e_begin
 userland_require
 
-# criu_dumps_guard_regions <version>: false for criu before 4.2 with a root whose glibc puts guard
-# regions in thread stacks (2.42 and newer)
-criu_dumps_guard_regions() {
-	local libc
-	libc=$(awk '/^Package: libc6$/ { p = 1 } p && /^Version:/ { print $2; exit }' \
-		"$USERLAND_DIR/rocm-$1/root/var/lib/dpkg/status")
-	dpkg --compare-versions "$(criu_version)" ge 4.2 || dpkg --compare-versions "$libc" lt 2.42
-}
-
 # one_workload <tag> <w>: the scenario for one workload of the userland entered
 one_workload() {
 	local tag=$1 w=$2 img=/tmp/img-61
 	wl_fresh "$w" preset=2xmi210 -- --vram-mb 2 || return
 	tap_verify "$tag: before the dump" "$pid" "$state"
 	task_snapshot "$pid" "$RESULTS_DIR/$w.dumped"
-	if ! criu_dumps_guard_regions "$version"; then
+	if ! userland_criu_dumps "$version"; then
 		if wl_dump "$pid" "$img"; then
 			tap_not_ok "$tag: criu $(criu_version) cannot dump thread stacks with guard regions" "the dump succeeded"
 		else
