@@ -18,8 +18,6 @@
 #                             deterministic part)
 #   ROCM_USERLANDS='6.4 …'    the ROCm userland roots whose processes e2e/61, 62 and 83 checkpoint
 #                             (default: every one built)
-#   SHARED_RESTORE=1          e2e/64 also dumps and restores its job of ranks sharing GPU memory
-#                             (SHARED_RESTORE_ARGS: more arguments for that job)
 #   VM_TCG_THREAD=single|multi  how QEMU runs the vCPUs (test/vm/boot.sh; trixie: single)
 #   VM_GUEST=NAME             the guest (test/vm/prepare.sh): bookworm (the default; Debian 12,
 #                             Linux 6.1) or trixie (Debian 13, the newest kernel Debian ships for it)
@@ -123,8 +121,6 @@ scenario_limit() {
 vm_prepare
 guest_env="${E2E_CYCLES:+E2E_CYCLES=$E2E_CYCLES }${FAULT_SWEEP:+FAULT_SWEEP=$FAULT_SWEEP }"
 guest_env+="${ROCM_USERLANDS:+ROCM_USERLANDS=$(printf %q "$ROCM_USERLANDS") }"
-guest_env+="${SHARED_RESTORE:+SHARED_RESTORE=$(printf %q "$SHARED_RESTORE") }"
-guest_env+="${SHARED_RESTORE_ARGS:+SHARED_RESTORE_ARGS=$(printf %q "$SHARED_RESTORE_ARGS") }"
 guest_env+="VM_CRIU=$VM_CRIU "
 case "$VM_GUEST:$VM_CRIU" in
 bookworm:3.17.1 | trixie:4.1.1) ;; # the guest's own package
