@@ -42,6 +42,17 @@
 							      EMU_KFD_MINOR_IMPLEMENTED)
 #define EMU_MAX_GPUS		16	/* MAX_GPU_INSTANCE of the 6.1 CRIU blob */
 
+/*
+ * How KFD shares memory between processes. Up to 6.7 KFD takes a dma-buf apart itself: IMPORT_DMABUF
+ * accepts only a buffer of the importing GPU, and CRIU CHECKPOINT and RESTORE export a new dma-buf
+ * for every bucket each time. From 6.8 on (KFD 1.14) KFD holds its buffers through a DRM file of
+ * each GPU of its own: IMPORT_DMABUF goes through PRIME like a render node's import, so a buffer of
+ * another GPU becomes a buffer of the importing GPU over the same pages, and every dma-buf KFD hands
+ * out for a buffer (EXPORT_DMABUF, CHECKPOINT, RESTORE) is that buffer's one dma-buf: the one it was
+ * imported from, or the one made at its first export.
+ */
+#define EMU_KFD_IMPORTS_THROUGH_DRM	(EMU_KFD_MINOR_VERSION >= 14)
+
 /* Process virtual address layout of a gfx9 dGPU with 4 KiB pages. */
 #define EMU_LDS_BASE		(1ULL << 48)
 #define EMU_SCRATCH_BASE	(2ULL << 48)
@@ -208,6 +219,14 @@ struct emu_bo {
 	struct mutex vmap_lock;
 	void *vaddr;
 	unsigned int vmap_count;
+	/*
+	 * A buffer of another GPU imported into this one (emu_bo_create_import): the dma-buf it
+	 * stands for, with a reference; its pages are the exporter's.
+	 */
+	struct dma_buf *import_dmabuf;
+	/* KFD's own import of that dma-buf on this GPU, shared by its importers (emu_memory.c) */
+	struct list_head kfd_import_link;
+	unsigned int kfd_import_users;
 };
 
 static inline struct emu_bo *to_emu_bo(struct drm_gem_object *obj)
@@ -353,6 +372,9 @@ void emu_sdma_fini(struct emu_gpu *gpu);
 
 struct emu_bo *emu_bo_create(struct emu_gpu *gpu, u64 size, u32 alloc_flags,
 			     u64 user_addr);
+struct emu_bo *emu_bo_create_import(struct emu_gpu *gpu, struct dma_buf *dmabuf,
+				    struct emu_bo *src);
+struct emu_bo *emu_bo_from_dmabuf(struct dma_buf *dmabuf);
 void emu_bo_put(struct emu_bo *bo);
 int emu_bo_pin_user(struct emu_bo *bo, struct mm_struct *mm, bool remote);
 void *emu_bo_kmap(struct emu_bo *bo);
@@ -373,7 +395,7 @@ struct emu_kfd_mem {
 	u64 size;			/* bytes as reported to CRIU */
 	u32 flags;
 	bool imported;			/* IMPORT_DMABUF: not counted as usage */
-	struct dma_buf *dmabuf;		/* EXPORT_DMABUF's, made once and kept (KFD 1.12) */
+	struct dma_buf *dmabuf;		/* its dma-buf once KFD handed one out (emu_mem_get_dmabuf) */
 	unsigned long mapped;		/* bitmap of pdd indices */
 };
 
@@ -555,6 +577,7 @@ struct emu_kfd_mem *emu_mem_create(struct emu_pdd *pdd, u64 va, u64 size,
 				   u32 flags, u64 user_addr, int handle);
 void emu_mem_destroy(struct emu_kfd_mem *mem);
 int emu_mem_map(struct emu_kfd_mem *mem, struct emu_pdd *peer);
+struct dma_buf *emu_mem_get_dmabuf(struct emu_kfd_mem *mem);
 void emu_mem_unmap_all(struct emu_kfd_mem *mem);
 u64 emu_mem_offset(struct emu_kfd_mem *mem, u32 gpu_id_for_type);
 void emu_pdd_free_memory(struct emu_pdd *pdd);

@@ -482,6 +482,9 @@ int emu_amdgpu_gem_op_ioctl(struct drm_device *dev, void *data, struct drm_file 
 	case AMDGPU_GEM_OP_SET_PLACEMENT:
 		if (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
 			ret = -EPERM;
+		/* amdgpu: another device's buffer never moves into this one's VRAM */
+		else if (bo->import_dmabuf && (args->value & AMDGPU_GEM_DOMAIN_VRAM))
+			ret = -EINVAL;
 		else
 			bo->domains = args->value & (AMDGPU_GEM_DOMAIN_VRAM |
 						     AMDGPU_GEM_DOMAIN_GTT |

@@ -115,13 +115,29 @@ static int emu_fd_list_init(struct emu_fd_list *l, unsigned int max)
 	return 0;
 }
 
-/* Export @bo as a dma-buf and reserve an fd for it in the caller's table. */
-static int emu_fd_list_export(struct emu_fd_list *l, struct emu_bo *bo, int mode)
+/*
+ * The dma-buf of a VRAM/GTT bucket: up to 6.7 a new one at every CHECKPOINT and RESTORE
+ * (amdgpu_gem_prime_export of the object's BO, read-write on RESTORE, read-write on CHECKPOINT only
+ * if WRITABLE); from 6.8 on the object's own (emu_mem_get_dmabuf, the one EXPORT_DMABUF hands
+ * out): two processes sharing a buffer get the same dma-buf, and a restored object's is read-write
+ * only if WRITABLE.
+ */
+static struct dma_buf *emu_criu_bucket_dmabuf(struct emu_kfd_mem *mem, bool restore)
+{
+	int mode = restore || (mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) ? O_RDWR : O_RDONLY;
+
+	if (EMU_KFD_IMPORTS_THROUGH_DRM)
+		return emu_mem_get_dmabuf(mem);
+	return drm_gem_prime_export(&mem->bo->base, mode);
+}
+
+/* Reserve an fd in the caller's table for the dma-buf of @mem's bucket. */
+static int emu_fd_list_export(struct emu_fd_list *l, struct emu_kfd_mem *mem, bool restore)
 {
 	struct dma_buf *buf;
 	int fd;
 
-	buf = drm_gem_prime_export(&bo->base, mode);
+	buf = emu_criu_bucket_dmabuf(mem, restore);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
 	fd = get_unused_fd_flags(0);
@@ -366,9 +382,7 @@ static int emu_criu_checkpoint(struct emu_process *p, struct kfd_ioctl_criu_args
 			bk->alloc_flags = mem->flags;
 			bk->dmabuf_fd = KFD_INVALID_FD;
 			if (emu_mem_has_pages(mem->flags)) {
-				ret = emu_fd_list_export(&fds, mem->bo,
-							 mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE ?
-							 O_RDWR : O_RDONLY);
+				ret = emu_fd_list_export(&fds, mem, false);
 				if (ret < 0)
 					goto out_free;
 				bk->dmabuf_fd = ret;
@@ -532,7 +546,7 @@ static int emu_restore_bo(struct emu_process *p, struct kfd_criu_bo_bucket *bk,
 
 	bk->dmabuf_fd = KFD_INVALID_FD;
 	if (emu_mem_has_pages(flags)) {
-		ret = emu_fd_list_export(fds, mem->bo, O_RDWR);
+		ret = emu_fd_list_export(fds, mem, true);
 		if (ret < 0)
 			return ret;
 		bk->dmabuf_fd = ret;

@@ -184,7 +184,8 @@ static void emu_bo_release_pages(struct emu_bo *bo)
 			unpin_user_pages_dirty_lock(bo->pages, bo->npages,
 						    !bo->user_readonly);
 		bo->user_pinned = false;
-	} else {
+	} else if (!bo->import_dmabuf) {
+		/* an import's pages are the exporter's */
 		for (i = 0; i < bo->npages; i++)
 			if (bo->pages[i])
 				__free_page(bo->pages[i]);
@@ -207,6 +208,8 @@ static void emu_bo_free(struct drm_gem_object *obj)
 		atomic64_sub(obj->size, &bo->gpu->gtt_used);
 	if (bo->user_mm)
 		mmdrop(bo->user_mm);
+	if (bo->import_dmabuf)
+		dma_buf_put(bo->import_dmabuf);
 	kfree(bo->md);
 	drm_gem_object_release(obj);
 	mutex_destroy(&bo->vmap_lock);
@@ -273,7 +276,8 @@ static vm_fault_t emu_bo_fault(struct vm_fault *vmf)
 	unsigned long pgoff;
 
 	pgoff = vmf->pgoff - drm_vma_node_start(&obj->vma_node);
-	if (pgoff >= bo->npages || !bo->pages)
+	/* like TTM, which never faults in the pages of an imported buffer */
+	if (pgoff >= bo->npages || !bo->pages || bo->import_dmabuf)
 		return VM_FAULT_SIGBUS;
 	return vmf_insert_pfn(vma, vmf->address, page_to_pfn(bo->pages[pgoff]));
 }
@@ -298,7 +302,7 @@ struct page *emu_vma_bo_page(struct vm_area_struct *vma, unsigned long addr)
 
 	pgoff = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT) -
 		drm_vma_node_start(&obj->vma_node);
-	if (!bo->pages || pgoff >= bo->npages)
+	if (!bo->pages || pgoff >= bo->npages || bo->import_dmabuf)
 		return NULL;
 	return bo->pages[pgoff];
 }
@@ -346,6 +350,25 @@ static const struct drm_gem_object_funcs emu_bo_funcs = {
 	.vm_ops = &emu_bo_vm_ops,
 };
 
+/* A GEM object of @gpu without memory yet; @size is page-aligned. */
+static struct emu_bo *emu_bo_alloc(struct emu_gpu *gpu, u64 size, u32 alloc_flags)
+{
+	struct emu_bo *bo;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return NULL;
+	__module_get(THIS_MODULE);
+	bo->gpu = gpu;
+	bo->alloc_flags = alloc_flags;
+	bo->npages = size >> PAGE_SHIFT;
+	mutex_init(&bo->vmap_lock);
+	INIT_LIST_HEAD(&bo->kfd_import_link);
+	bo->base.funcs = &emu_bo_funcs;
+	drm_gem_private_object_init(gpu->drm, &bo->base, size);
+	return bo;
+}
+
 /*
  * A buffer object of @gpu.  VRAM and GTT get zeroed kernel pages now (VRAM
  * counted against the advertised size); USERPTR records @user_addr and gets
@@ -362,17 +385,10 @@ struct emu_bo *emu_bo_create(struct emu_gpu *gpu, u64 size, u32 alloc_flags,
 	if (!size || size >> PAGE_SHIFT > UINT_MAX)
 		return ERR_PTR(-EINVAL);
 
-	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	bo = emu_bo_alloc(gpu, size, alloc_flags);
 	if (!bo)
 		return ERR_PTR(-ENOMEM);
-	__module_get(THIS_MODULE);
-	bo->gpu = gpu;
-	bo->alloc_flags = alloc_flags;
-	bo->npages = size >> PAGE_SHIFT;
 	bo->user_addr = user_addr;
-	mutex_init(&bo->vmap_lock);
-	bo->base.funcs = &emu_bo_funcs;
-	drm_gem_private_object_init(gpu->drm, &bo->base, size);
 
 	if (alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) {
 		if (atomic64_add_return(size, &gpu->vram_used) > gpu->vram_size) {
@@ -413,6 +429,64 @@ struct emu_bo *emu_bo_create(struct emu_gpu *gpu, u64 size, u32 alloc_flags,
 err:
 	drm_gem_object_put(&bo->base);
 	return ERR_PTR(ret);
+}
+
+/*
+ * The buffer a GPU of ours makes of another GPU's dma-buf, as amdgpu's PRIME
+ * import does (amdgpu_gem_prime_import and amdgpu_dma_buf_create_obj, 6.1 and
+ * 7.x alike): a new GEM object of @gpu whose preferred and allowed domain is
+ * GTT, with no memory of its own.  Its pages are @src's, which the reference
+ * it holds on @dmabuf keeps; the GPU reaches them through it, the CPU does not
+ * (emu_bo_fault).  Like amdgpu, it keeps @src's write-combining flag.
+ */
+struct emu_bo *emu_bo_create_import(struct emu_gpu *gpu, struct dma_buf *dmabuf,
+				    struct emu_bo *src)
+{
+	struct emu_bo *bo;
+	int ret;
+
+	if (!src->pages || !(src->alloc_flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM |
+						 KFD_IOC_ALLOC_MEM_FLAGS_GTT)))
+		return ERR_PTR(-EINVAL);
+	bo = emu_bo_alloc(gpu, src->base.size, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	get_dma_buf(dmabuf);
+	bo->import_dmabuf = dmabuf;
+	bo->domains = AMDGPU_GEM_DOMAIN_GTT;
+	bo->gem_flags = src->gem_flags & AMDGPU_GEM_CREATE_CPU_GTT_USWC;
+	bo->pages = kvmalloc_array(bo->npages, sizeof(*bo->pages), GFP_KERNEL);
+	if (!bo->pages) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	memcpy(bo->pages, src->pages, bo->npages * sizeof(*bo->pages));
+	ret = drm_gem_create_mmap_offset(&bo->base);
+	if (ret)
+		goto err;
+	return bo;
+
+err:
+	drm_gem_object_put(&bo->base);
+	return ERR_PTR(ret);
+}
+
+/*
+ * The BO behind a dma-buf one of our GPUs exported, with a reference; NULL for
+ * any other dma-buf.  DRM's generic import hands back the exporter's own GEM
+ * object on the exporting device and refuses it on every other one.
+ */
+struct emu_bo *emu_bo_from_dmabuf(struct dma_buf *dmabuf)
+{
+	struct drm_gem_object *obj;
+	unsigned int i;
+
+	for (i = 0; i < emu.n_gpus; i++) {
+		obj = drm_gem_prime_import(emu.gpus[i].drm, dmabuf);
+		if (!IS_ERR(obj))
+			return to_emu_bo(obj);
+	}
+	return NULL;
 }
 
 void emu_bo_put(struct emu_bo *bo)
@@ -558,6 +632,28 @@ static int emu_gem_mmap_ioctl(struct drm_device *dev, void *data,
 	return ret;
 }
 
+/*
+ * PRIME import into a render file (DRM_IOCTL_PRIME_FD_TO_HANDLE; DRM's core
+ * finds a dma-buf the file imported before and comes here for a new one), as
+ * amdgpu_gem_prime_import does it in 6.1 and 7.x: a dma-buf of this GPU gives
+ * back its own GEM object, one of another GPU a new buffer of this GPU over
+ * the same pages.  amdgpu also attaches dma-bufs of other drivers; the
+ * emulator refuses them.
+ */
+static struct drm_gem_object *emu_gem_prime_import(struct drm_device *dev,
+						   struct dma_buf *dmabuf)
+{
+	struct emu_bo *src = emu_bo_from_dmabuf(dmabuf), *bo;
+
+	if (!src)
+		return ERR_PTR(-EINVAL);
+	if (src->gpu->drm == dev)
+		return &src->base;
+	bo = emu_bo_create_import(dev->dev_private, dmabuf, src);
+	emu_bo_put(src);
+	return IS_ERR(bo) ? ERR_CAST(bo) : &bo->base;
+}
+
 #define EMU_DRM_IOCTL(name, fn) \
 	DRM_IOCTL_DEF_DRV(AMDGPU_##name, fn, DRM_AUTH | DRM_RENDER_ALLOW)
 
@@ -609,6 +705,7 @@ static const struct drm_driver emu_drm_driver = {
 	.fops = &emu_drm_fops,
 	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
 	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
+	.gem_prime_import = emu_gem_prime_import,
 #if EMU_DRM_HAS_GEM_PRIME_MMAP
 	.gem_prime_mmap = drm_gem_prime_mmap,
 #endif

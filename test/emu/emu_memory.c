@@ -1,16 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * amdgpu_emu: KFD memory objects: ALLOC/FREE/MAP/UNMAP, dma-buf info and
- * import, and available memory.
+ * amdgpu_emu: KFD memory objects: ALLOC/FREE/MAP/UNMAP, dma-buf info, import
+ * and export, and available memory.
  *
  * A KFD memory object is an idr entry of its process-device (pdd) pointing at
  * a GEM BO of that GPU.  Mapping it to a GPU inserts it into the GPU VM of
- * the render-node file that pdd acquired, at the BO's VA.
+ * the render-node file that pdd acquired, at the BO's VA.  Its idr id is the
+ * lowest free one from 0 (kfd_process_device_create_obj_handle), except on a
+ * CRIU restore, which takes exactly the saved id.
+ *
+ * Sharing between processes follows the kernel the module is built for (see
+ * EMU_KFD_IMPORTS_THROUGH_DRM): an imported object points at the exporter's
+ * BO when both are of one GPU; from 6.8 on, one of another GPU points at a BO
+ * of the importing GPU over the exporter's pages, which all of KFD's imports
+ * of that dma-buf on that GPU share, as they share one GEM handle in KFD's
+ * DRM file of that GPU.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/dma-buf.h>
 #include <linux/uaccess.h>
+#include <drm/drm_device.h>
 #include <drm/drm_prime.h>
 #include <drm/drm_vma_manager.h>
 #include <drm/amdgpu_drm.h>
@@ -111,6 +121,8 @@ err:
 	return ERR_PTR(ret);
 }
 
+static void emu_kfd_import_put(struct emu_bo *bo);
+
 void emu_mem_destroy(struct emu_kfd_mem *mem)
 {
 	struct emu_pdd *pdd = mem->pdd;
@@ -122,6 +134,8 @@ void emu_mem_destroy(struct emu_kfd_mem *mem)
 		pdd->vram_usage -= min(pdd->vram_usage, mem->size);
 	if (mem->dmabuf)
 		dma_buf_put(mem->dmabuf);
+	if (mem->imported && mem->bo->import_dmabuf)
+		emu_kfd_import_put(mem->bo);
 	emu_bo_put(mem->bo);
 	kfree(mem);
 }
@@ -392,26 +406,44 @@ int emu_ioctl_available_memory(struct file *filp, struct emu_process *p, void *d
 	return 0;
 }
 
-/* The BO behind a dma-buf exported by one of our GPUs, with a reference. */
-static struct emu_bo *emu_bo_from_dmabuf(struct dma_buf *dmabuf)
+/*
+ * The KFD domain a BO is shared as (IMPORT_DMABUF's alloc_flags, GET_DMABUF_INFO's flags): VRAM if
+ * its preferred domains include VRAM, else GTT if they include GTT, else 0: user pages, doorbells,
+ * MMIO and system-memory buffers cannot be shared through KFD (6.1 and 7.x alike). A render
+ * buffer's preferred domains are those GEM_CREATE or SET_PLACEMENT gave it; a KFD allocation
+ * prefers its own kind; another GPU's buffer imported here prefers GTT.
+ */
+static u32 emu_bo_kfd_domain(const struct emu_bo *bo)
 {
-	struct drm_gem_object *obj;
-	unsigned int i;
+	u32 vram = bo->domains ? bo->domains & AMDGPU_GEM_DOMAIN_VRAM :
+				 bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM;
+	u32 gtt = bo->domains ? bo->domains & AMDGPU_GEM_DOMAIN_GTT :
+				bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT;
 
-	for (i = 0; i < emu.n_gpus; i++) {
-		/* same-device import hands back the exporter's GEM object */
-		obj = drm_gem_prime_import(emu.gpus[i].drm, dmabuf);
-		if (!IS_ERR(obj))
-			return to_emu_bo(obj);
-	}
-	return NULL;
+	if (vram)
+		return KFD_IOC_ALLOC_MEM_FLAGS_VRAM;
+	return gtt ? KFD_IOC_ALLOC_MEM_FLAGS_GTT : 0;
 }
 
+/* Whether amdgpu made @bo with CPU_ACCESS_REQUIRED: public KFD VRAM, or a GEM buffer asking for it. */
+static bool emu_bo_cpu_access_required(const struct emu_bo *bo)
+{
+	if (bo->domains)
+		return bo->gem_flags & AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED;
+	return (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) &&
+	       (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC);
+}
+
+/*
+ * GET_DMABUF_INFO (amdgpu_amdkfd_get_dmabuf_info, 6.1 and 7.x): the exporting GPU, the size, and
+ * as flags only the domain plus PUBLIC if the buffer must be CPU-visible.
+ */
 int emu_ioctl_get_dmabuf_info(struct file *filp, struct emu_process *p, void *data)
 {
 	struct kfd_ioctl_get_dmabuf_info_args *args = data;
 	struct dma_buf *dmabuf;
 	struct emu_bo *bo;
+	u32 domain;
 
 	dmabuf = dma_buf_get(args->dmabuf_fd);
 	if (IS_ERR(dmabuf))
@@ -420,15 +452,101 @@ int emu_ioctl_get_dmabuf_info(struct file *filp, struct emu_process *p, void *da
 	dma_buf_put(dmabuf);
 	if (!bo)
 		return -EINVAL;
+	domain = emu_bo_kfd_domain(bo);
+	if (!domain) {
+		emu_bo_put(bo);
+		return -EINVAL;
+	}
 
 	args->size = bo->base.size;
 	args->gpu_id = bo->gpu->gpu_id;
-	args->flags = bo->alloc_flags;
+	args->flags = domain;
+	if (emu_bo_cpu_access_required(bo))
+		args->flags |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
 	args->metadata_size = 0;	/* no metadata is ever attached */
 	emu_bo_put(bo);
 	return 0;
 }
 
+#if EMU_KFD_IMPORTS_THROUGH_DRM
+/*
+ * KFD's imports of other GPUs' dma-bufs, one BO per dma-buf and importing GPU: 7.x imports through
+ * drm_gem_prime_fd_to_handle into the one DRM file KFD has per GPU, whose PRIME lookup hands every
+ * later import of the same dma-buf the BO the first one made.
+ */
+static LIST_HEAD(emu_kfd_imports);
+static DEFINE_MUTEX(emu_kfd_imports_lock);
+
+/* @gpu's import of @dmabuf (of @src's GPU), made or found, with a reference and one more user. */
+static struct emu_bo *emu_kfd_import_get(struct emu_gpu *gpu, struct dma_buf *dmabuf,
+					 struct emu_bo *src)
+{
+	struct emu_bo *bo;
+
+	mutex_lock(&emu_kfd_imports_lock);
+	list_for_each_entry(bo, &emu_kfd_imports, kfd_import_link) {
+		if (bo->gpu == gpu && bo->import_dmabuf == dmabuf) {
+			drm_gem_object_get(&bo->base);
+			goto found;
+		}
+	}
+	bo = emu_bo_create_import(gpu, dmabuf, src);
+	if (IS_ERR(bo))
+		goto out;
+	list_add(&bo->kfd_import_link, &emu_kfd_imports);
+found:
+	bo->kfd_import_users++;
+out:
+	mutex_unlock(&emu_kfd_imports_lock);
+	return bo;
+}
+
+/* One user of a shared import less; the caller still drops its own reference. */
+static void emu_kfd_import_put(struct emu_bo *bo)
+{
+	mutex_lock(&emu_kfd_imports_lock);
+	if (bo->kfd_import_users && !--bo->kfd_import_users)
+		list_del_init(&bo->kfd_import_link);
+	mutex_unlock(&emu_kfd_imports_lock);
+}
+#else
+static void emu_kfd_import_put(struct emu_bo *bo)
+{
+}
+#endif
+
+/*
+ * The BO an IMPORT_DMABUF on @gpu points at, with a reference: the exporter's own when it is of
+ * @gpu; up to 6.7 nothing else (amdgpu_amdkfd_gpuvm_import_dmabuf refuses another device's
+ * buffer); from 6.8 on, for another GPU's buffer, @gpu's import of it (import_obj_create after
+ * PRIME's import). amdgpu also imports other drivers' dma-bufs from 6.8 on; the emulator does not.
+ */
+static struct emu_bo *emu_kfd_import_bo(struct emu_gpu *gpu, struct dma_buf *dmabuf)
+{
+	struct emu_bo *src = emu_bo_from_dmabuf(dmabuf);
+
+	if (!src)
+		return ERR_PTR(-EINVAL);
+	if (src->gpu == gpu)
+		return src;
+#if EMU_KFD_IMPORTS_THROUGH_DRM
+	{
+		struct emu_bo *bo = emu_kfd_import_get(gpu, dmabuf, src);
+
+		emu_bo_put(src);
+		return bo;
+	}
+#else
+	emu_bo_put(src);
+	return ERR_PTR(-EINVAL);
+#endif
+}
+
+/*
+ * IMPORT_DMABUF: a memory object of the caller for a buffer of a dma-buf, at @va_addr, writable
+ * and executable, of the buffer's KFD domain; not counted in the process' VRAM usage. From 6.8 on
+ * it keeps the dma-buf it came from: KFD hands out that one for it (emu_mem_get_dmabuf).
+ */
 int emu_ioctl_import_dmabuf(struct file *filp, struct emu_process *p, void *data)
 {
 	struct kfd_ioctl_import_dmabuf_args *args = data;
@@ -451,40 +569,82 @@ int emu_ioctl_import_dmabuf(struct file *filp, struct emu_process *p, void *data
 		ret = PTR_ERR(dmabuf);
 		goto out;
 	}
-	bo = emu_bo_from_dmabuf(dmabuf);
-	dma_buf_put(dmabuf);
-	if (!bo || bo->gpu != pdd->gpu ||
-	    !(bo->alloc_flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT))) {
-		if (bo)
-			emu_bo_put(bo);
-		ret = -EINVAL;
-		goto out;
+	bo = emu_kfd_import_bo(pdd->gpu, dmabuf);
+	if (IS_ERR(bo)) {
+		ret = PTR_ERR(bo);
+		goto out_put;
 	}
-
-	flags = (bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM ?
-		 KFD_IOC_ALLOC_MEM_FLAGS_VRAM : KFD_IOC_ALLOC_MEM_FLAGS_GTT) |
-		KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+	flags = emu_bo_kfd_domain(bo);
+	if (!flags) {
+		ret = -EINVAL;
+		goto out_bo;
+	}
+	flags |= KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
 	mem = emu_mem_wrap(pdd, bo, args->va_addr, flags, -1);
 	if (IS_ERR(mem)) {
-		emu_bo_put(bo);
 		ret = PTR_ERR(mem);
-		goto out;
+		goto out_bo;
 	}
 	mem->imported = true;
+	if (EMU_KFD_IMPORTS_THROUGH_DRM) {
+		mem->dmabuf = dmabuf;
+		dmabuf = NULL;
+	}
 	args->handle = EMU_HANDLE(args->gpu_id, mem->handle);
 	ret = 0;
+	goto out_put;
+
+out_bo:
+	if (bo->import_dmabuf)
+		emu_kfd_import_put(bo);
+	emu_bo_put(bo);
+out_put:
+	if (dmabuf)
+		dma_buf_put(dmabuf);
 out:
 	mutex_unlock(&p->lock);
 	return ret;
 }
 
+/*
+ * The dma-buf KFD hands out for @mem, with a reference for the caller; the caller holds the
+ * process lock. It is made at the first call and kept: EXPORT_DMABUF's from 6.4 on (KFD 1.12),
+ * and from 6.8 on CRIU CHECKPOINT's and RESTORE's too. From 6.8 on it is the buffer's one dma-buf:
+ * an imported object's is the dma-buf it was imported from; an allocation's is made through KFD's
+ * GEM handle (drm_gem_prime_handle_to_dmabuf), which takes the buffer's dma-buf if a render node
+ * already made one. It is read-write only if @mem is WRITABLE.
+ */
+struct dma_buf *emu_mem_get_dmabuf(struct emu_kfd_mem *mem)
+{
+	struct drm_gem_object *obj = &mem->bo->base;
+	struct dma_buf *dmabuf = NULL;
+
+	if (!mem->dmabuf) {
+		if (EMU_KFD_IMPORTS_THROUGH_DRM) {
+			mutex_lock(&obj->dev->object_name_lock);
+			dmabuf = obj->dma_buf;
+			if (dmabuf)
+				get_dma_buf(dmabuf);
+			mutex_unlock(&obj->dev->object_name_lock);
+		}
+		if (!dmabuf)
+			dmabuf = obj->funcs->export(obj, mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE ?
+						    O_RDWR : 0);
+		if (IS_ERR(dmabuf))
+			return dmabuf;
+		mem->dmabuf = dmabuf;
+	}
+	get_dma_buf(mem->dmabuf);
+	return mem->dmabuf;
+}
+
 #if EMU_KFD_MINOR_VERSION >= 12
 /*
- * EXPORT_DMABUF, as 6.4 (KFD 1.12) to 6.15 do it: a memory object of the caller as a dma-buf
- * fd. The handle's GPU must be one of the process' (no VM needed), the handle one of its
- * objects, else -EINVAL; user pages cannot be shared (-EPERM). The dma-buf is made once per
- * object and every export hands out another fd of it; @flags go to the new fd as they are.
- * Any process imports it with IMPORT_DMABUF onto the same pages.
+ * EXPORT_DMABUF, as 6.4 (KFD 1.12) to 7.x do it: a memory object of the caller as a dma-buf fd
+ * (emu_mem_get_dmabuf: every export of one object hands out another fd of the same dma-buf; from
+ * 6.8 on, an imported object's is the one it came from). The handle's GPU must be one of the
+ * process' (no VM needed), the handle one of its objects, else -EINVAL; user pages cannot be
+ * shared (-EPERM). @flags go to the new fd as they are.
  */
 int emu_ioctl_export_dmabuf(struct file *filp, struct emu_process *p, void *data)
 {
@@ -505,19 +665,10 @@ int emu_ioctl_export_dmabuf(struct file *filp, struct emu_process *p, void *data
 		mutex_unlock(&p->lock);
 		return -EINVAL;
 	}
-	if (!mem->dmabuf) {
-		dmabuf = mem->bo->base.funcs->export(&mem->bo->base,
-						     mem->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE ?
-						     O_RDWR : 0);
-		if (IS_ERR(dmabuf)) {
-			mutex_unlock(&p->lock);
-			return PTR_ERR(dmabuf);
-		}
-		mem->dmabuf = dmabuf;
-	}
-	dmabuf = mem->dmabuf;
-	get_dma_buf(dmabuf);
+	dmabuf = emu_mem_get_dmabuf(mem);
 	mutex_unlock(&p->lock);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
 
 	fd = dma_buf_fd(dmabuf, args->flags);
 	if (fd < 0) {

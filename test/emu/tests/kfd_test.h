@@ -37,6 +37,13 @@
 #define EVENT_PAGE_SIZE (KFD_SIGNAL_EVENT_LIMIT * 8ULL)
 #define UNSIGNALED_SLOT 0xffffffffffffffffULL
 
+/*
+ * 6.8 (KFD 1.14) and later share memory through KFD's own DRM file of each GPU: IMPORT_DMABUF takes
+ * another GPU's buffer, and KFD hands out a buffer's one dma-buf (EXPORT_DMABUF, CRIU CHECKPOINT
+ * and RESTORE) where 6.1 exports a new one each time.
+ */
+#define KFD_SHARES_THROUGH_DRM (KFD_IOCTL_MINOR_VERSION >= 14)
+
 #define HANDLE_GPU(h) ((uint32_t)((h) >> 32))
 #define HANDLE_IDR(h) ((uint32_t)((h)&0xffffffffu))
 
@@ -147,6 +154,7 @@ void test_misc(struct ctx *ctx);
 void test_non_owner(struct ctx *ctx);
 void test_newer_kfd(struct ctx *ctx);
 void test_criu(struct ctx *ctx);
+void test_sharing(struct ctx *ctx);
 void test_contexts(struct ctx *ctx);
 void test_kfd_procfs(struct ctx *ctx);
 void test_profiler(struct ctx *ctx);

@@ -68,6 +68,7 @@ int main(void)
 	test_non_owner(&ctx);
 	test_newer_kfd(&ctx);
 	test_criu(&ctx);
+	test_sharing(&ctx);
 	test_contexts(&ctx);
 	test_kfd_procfs(&ctx);
 	test_profiler(&ctx);

@@ -933,7 +933,11 @@ static void check_restored_buckets(struct criu_state *st, struct restore_buf *rb
 			size_t bad;
 			void *p;
 
-			fds &= dmabuf_fd_ok(b->dmabuf_fd, b->size, O_RDWR, pfx);
+			/* 6.1 exports a new read-write dma-buf; 6.8+ the BO's own, read-write iff WRITABLE */
+			fds &= dmabuf_fd_ok(b->dmabuf_fd, b->size,
+					    KFD_SHARES_THROUGH_DRM && !(f & ALLOC_WRITABLE) ? O_RDONLY :
+											    O_RDWR,
+					    pfx);
 			/* The old BOs still exist in the target: new offsets must differ. */
 			if (!b->restored_offset || (b->restored_offset & (PAGE_SZ - 1)) ||
 			    b->restored_offset == old->offset) {
@@ -975,7 +979,11 @@ static void check_restored_buckets(struct criu_state *st, struct restore_buf *rb
 			uptr &= b->restored_offset == 0;
 		}
 	}
-	tap_ok(fds, "%s: VRAM/GTT buckets get O_RDWR dma-buf fds of the BO size (§2.4)", pfx);
+	tap_ok(fds, KFD_SHARES_THROUGH_DRM ?
+			    "%s: VRAM/GTT buckets get dma-buf fds of the BO size, O_RDWR iff WRITABLE "
+			    "(6.8+: the BO's own dma-buf)" :
+			    "%s: VRAM/GTT buckets get O_RDWR dma-buf fds of the BO size (§2.4)",
+	       pfx);
 	tap_ok(offs, "%s: VRAM/GTT get new page-aligned render offsets (§2.4)", pfx);
 	tap_ok(kfd_offs, "%s: DOORBELL/MMIO restored_offset = TYPE | GPU_ID(actual id) (§2.4)", pfx);
 	tap_ok(none, "%s: DOORBELL/MMIO/USERPTR buckets get dmabuf_fd 0xffffffff (§2.4)", pfx);
