@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <set>
 
 namespace amdgpu {
 
@@ -267,6 +268,7 @@ DumpSession::Checkpoint DumpSession::checkpoint(int kfd_fd, const kfd::ProcessIn
 void DumpSession::count_buffers(pid_t host_pid, const Checkpoint &cp)
 {
 	const pid_t pid = host_pid ? host_pid : static_cast<pid_t>(cp.info.pid);
+	const std::set<uint64_t> mapped = host_pid ? gpu_mappings_of_task(host_pid) : std::set<uint64_t> {};
 	for (const auto &bo : cp.bos) {
 		if (bo.dmabuf_fd == KFD_INVALID_FD)
 			continue;
@@ -282,7 +284,8 @@ void DumpSession::count_buffers(pid_t host_pid, const Checkpoint &cp)
 				    .addr = bo.addr,
 				    .size = bo.size,
 				    .alloc_flags = bo.alloc_flags,
-				    .imported = owner && *owner != gpu_id });
+				    .imported = owner && *owner != gpu_id,
+				    .cpu_mapped = mapped.count(bo.addr) > 0 });
 	}
 	bool known = host_pid != 0;
 	for (const auto &dev : cp.devices) {
@@ -321,10 +324,16 @@ void DumpSession::refuse_imports(pid_t pid) const
 void DumpSession::refuse_shared_buffers() const
 {
 	std::vector<SharedBuffer> shared = census_.shared();
-	if (tree_seen_first_) // only a held fd is refused then
-		std::erase_if(shared, [](const SharedBuffer &b) {
-			return std::none_of(b.holds.begin(), b.holds.end(),
-					    [](const BufferHold &h) { return h.held_fd(); });
+	// with the whole tree seen first, a buffer restores shared unless a dma-buf fd holds it or more
+	// than one process maps it into its memory (only the restorer's mapping can be moved)
+	const auto mappers = [](const SharedBuffer &b) {
+		return std::count_if(b.holds.begin(), b.holds.end(),
+				     [](const BufferHold &h) { return !h.held_fd() && h.cpu_mapped; });
+	};
+	if (tree_seen_first_)
+		std::erase_if(shared, [&](const SharedBuffer &b) {
+			return mappers(b) < 2 && std::none_of(b.holds.begin(), b.holds.end(),
+							      [](const BufferHold &h) { return h.held_fd(); });
 		});
 	if (shared.empty())
 		return;
@@ -333,7 +342,11 @@ void DumpSession::refuse_shared_buffers() const
 	const size_t buckets = static_cast<size_t>(
 		std::count_if(b.holds.begin(), b.holds.end(), [](const BufferHold &h) { return !h.held_fd(); }));
 	std::string why;
-	if (buckets > 1)
+	if (tree_seen_first_ && mappers(b) > 1)
+		why = strprintf("%zu of its holders map it into their memory, and a restored buffer can be mapped only "
+				"where KFD RESTORE made it: in one of them",
+				static_cast<size_t>(mappers(b)));
+	else if (buckets > 1)
 		why = "KFD RESTORE gives every holder a new buffer of its own, and only a criu that shows the plugin "
 		      "the whole tree before the first image (4.1 or newer) lets it restore the buffer shared: "
 		      "restored apart, they would no longer see each other's writes";

@@ -93,6 +93,9 @@ std::optional<BufferHold> SharedBufferCensus::restorer_of(const BufferKey &key) 
 	if (it == holds_.end())
 		return std::nullopt;
 	for (const BufferHold &h : it->second)
+		if (!h.held_fd() && h.cpu_mapped)
+			return h;
+	for (const BufferHold &h : it->second)
 		if (is_vram(h))
 			return h;
 	for (const BufferHold &h : it->second)

@@ -59,6 +59,7 @@ struct BufferHold {
 	int fd = -1;		  // the fd's number in the task, for a held dma-buf fd
 	int file_id = -1;	  // or criu's file id of it, where the number is not known
 	bool imported = false;	  // a bucket of another GPU's buffer (KFD's GET_DMABUF_INFO says so)
+	bool cpu_mapped = false;  // the process maps the bucket into its memory (at its address)
 	bool held_fd() const { return fd >= 0 || file_id >= 0; }
 	bool same_bucket(const BufferHold &o) const
 	{
@@ -102,7 +103,9 @@ public:
 	// order they were met), or 0 when no other bucket holds it.
 	uint32_t shared_number(const BufferKey &key) const;
 	// The bucket that restores shared buffer `key` (the others take it from the process that
-	// holds this one): the first that is VRAM, where the buffer lives, else the first.
+	// holds this one): the first the process maps into its memory (a taker's mapping could not be
+	// moved; ROCm maps what it allocated, not what it attached), else the first that is VRAM,
+	// where the buffer lives, else the first.
 	std::optional<BufferHold> restorer_of(const BufferKey &key) const;
 	// VRAM from outside the dump, when the charges of every process are known and fall short.
 	std::optional<ForeignVram> foreign_vram() const;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstddef>
 #include <cstdlib>
@@ -200,6 +201,26 @@ TaskGpuFiles gpu_files_of_task(pid_t pid)
 						  static_cast<uint64_t>(st.st_size) });
 	}
 	return files;
+}
+
+std::set<uint64_t> gpu_mappings_of_task(pid_t pid)
+{
+	std::set<uint64_t> starts;
+	const std::string path = "/proc/" + std::to_string(pid) + "/maps";
+	std::unique_ptr<FILE, int (*)(FILE *)> f(fopen(path.c_str(), "re"), fclose);
+	if (!f)
+		return starts;
+	char line[PATH_MAX + 256];
+	while (fgets(line, sizeof(line), f.get())) {
+		unsigned long long start;
+		char file[PATH_MAX + 1] = "";
+		if (sscanf(line, "%llx-%*x %*s %*x %*s %*u %4096s", &start, file) != 2)
+			continue;
+		const std::string_view name(file);
+		if (name.ends_with("/dev/kfd") || name.find("/dev/dri/renderD") != std::string_view::npos)
+			starts.insert(start);
+	}
+	return starts;
 }
 
 } // namespace amdgpu

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct TaskGpuFiles {
 	std::vector<TaskDmabufFd> dmabufs;
 };
 TaskGpuFiles gpu_files_of_task(pid_t pid);
+
+// The start addresses of task `pid`'s mappings of GPU device files (/dev/kfd, render nodes), from
+// /proc/<pid>/maps; none when it cannot be read.
+std::set<uint64_t> gpu_mappings_of_task(pid_t pid);
 
 // True when `fd` is a dma-buf (its file system is the kernel's dma-buf one).
 bool is_dmabuf(int fd);

@@ -115,6 +115,23 @@ TEST(SharedBufferCensus, AnotherGpusBufferNoBucketHoldsOnItsOwnGpuIsFromOutside)
 	EXPECT_EQ(outside[0].key, (BufferKey { 9, 1 }));
 }
 
+TEST(SharedBufferCensus, TheHolderThatMapsABufferIntoItsMemoryRestoresIt)
+{
+	SharedBufferCensus census;
+	census.add({ 9, 1 }, bucket(100, kMiB)); // the importer, met first
+	BufferHold owner = bucket(101, kMiB, kVram, 0x1000, 0x7e0000000000);
+	owner.cpu_mapped = true; // ROCm maps what it allocated
+	census.add({ 9, 1 }, owner);
+	ASSERT_TRUE(census.restorer_of({ 9, 1 }));
+	EXPECT_EQ(census.restorer_of({ 9, 1 })->pid, 101);
+	EXPECT_EQ(census.shared_number({ 9, 1 }), 1u);
+
+	SharedBufferCensus unmapped; // else the first VRAM holder
+	unmapped.add({ 9, 1 }, bucket(100, kMiB, kGtt, 0x2000));
+	unmapped.add({ 9, 1 }, bucket(101, kMiB));
+	EXPECT_EQ(unmapped.restorer_of({ 9, 1 })->pid, 101);
+}
+
 TEST(SharedBufferCensus, SizesAreSaidInTheLargestWholeUnit)
 {
 	EXPECT_EQ(describe_size(64 * kMiB), "64 MiB (67108864 bytes)");
