@@ -179,7 +179,9 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 		taken->taken.reset(); // the dma-buf fds go now, the queues stay paused
 }
 
-// Reached only where checkpoint_task() did not see the fd (criu before 4.1), or did and let it be.
+// With the whole tree seen first, a dma-buf fd of a buffer of the dump is saved as the buffer's
+// number: its restore gives the task a dma-buf of the restored buffer. Anything else was refused
+// by checkpoint_task() already, or is here (criu before 4.1).
 void DumpSession::dump_dmabuf(int fd, uint32_t id)
 {
 	close_census();
@@ -187,6 +189,14 @@ void DumpSession::dump_dmabuf(int fd, uint32_t id)
 	if (fstat(fd, &st))
 		fail_errno(errno, "cannot stat dma-buf file id %u", id);
 	const std::optional<BufferKey> key = driver_.dmabuf_key(fd);
+	if (tree_seen_first_ && key) {
+		if (const uint32_t number = census_.shared_number(*key)) {
+			write_dmabuf_image(image_dir_, id, number);
+			pr_info("saved %s: a dma-buf fd of shared buffer %u (%s)", dmabuf_image_name(id).c_str(),
+				number, describe_size(static_cast<uint64_t>(st.st_size)).c_str());
+			return;
+		}
+	}
 	if (key)
 		census_.add(*key, { .pid = traced_task_holding(fd).value_or(0),
 				    .size = static_cast<uint64_t>(st.st_size),
@@ -324,23 +334,23 @@ void DumpSession::refuse_imports(pid_t pid) const
 void DumpSession::refuse_shared_buffers() const
 {
 	std::vector<SharedBuffer> shared = census_.shared();
-	// with the whole tree seen first, a buffer restores shared unless a dma-buf fd holds it or more
-	// than one process maps it into its memory (only the restorer's mapping can be moved)
+	// with the whole tree seen first, a buffer restores shared unless no bucket of the dump holds
+	// it (a dma-buf fd of something else) or more than one process maps it into its memory (only
+	// the restorer's mapping can be moved)
 	const auto mappers = [](const SharedBuffer &b) {
 		return std::count_if(b.holds.begin(), b.holds.end(),
 				     [](const BufferHold &h) { return !h.held_fd() && h.cpu_mapped; });
 	};
+	const auto bucket_count = [](const SharedBuffer &b) {
+		return std::count_if(b.holds.begin(), b.holds.end(), [](const BufferHold &h) { return !h.held_fd(); });
+	};
 	if (tree_seen_first_)
-		std::erase_if(shared, [&](const SharedBuffer &b) {
-			return mappers(b) < 2 && std::none_of(b.holds.begin(), b.holds.end(),
-							      [](const BufferHold &h) { return h.held_fd(); });
-		});
+		std::erase_if(shared, [&](const SharedBuffer &b) { return mappers(b) < 2 && bucket_count(b) > 0; });
 	if (shared.empty())
 		return;
 	const SharedBuffer &b = shared.front();
 	const bool fd = std::any_of(b.holds.begin(), b.holds.end(), [](const BufferHold &h) { return h.held_fd(); });
-	const size_t buckets = static_cast<size_t>(
-		std::count_if(b.holds.begin(), b.holds.end(), [](const BufferHold &h) { return !h.held_fd(); }));
+	const size_t buckets = static_cast<size_t>(bucket_count(b));
 	std::string why;
 	if (tree_seen_first_ && mappers(b) > 1)
 		why = strprintf("%zu of its holders map it into their memory, and a restored buffer can be mapped only "
@@ -352,7 +362,8 @@ void DumpSession::refuse_shared_buffers() const
 		      "restored apart, they would no longer see each other's writes";
 	if (fd)
 		why += std::string(why.empty() ? "" : "; ") +
-		       (buckets ? "this plugin cannot yet restore a dma-buf fd onto the restored buffer"
+		       (buckets ? "only a criu that shows the plugin the whole tree before the first image (4.1 or "
+				  "newer) lets it give the task a dma-buf fd of the restored buffer"
 				: "it is memory of no GPU process of the dump (another process's, or a render node's), "
 				  "which a restore cannot bring back");
 	fail(-EBUSY, "a GPU buffer of %s is shared: %s. %s, so the dump is refused and the processes run on%s",

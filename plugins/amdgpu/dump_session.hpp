@@ -16,10 +16,11 @@
 // every sharing before the first image. A buffer that several processes of the tree hold is then
 // saved once: one holder's image says it restores the buffer and its pages hold the contents, the
 // others' say they take it from that holder (restore_session.hpp) and hold a hole in its place.
+// A dma-buf fd a task holds of such a buffer is saved as the buffer's number (amdgpu-dmabuf_<id>).
 // What cannot be restored shared is refused before anything is written, and the processes run
-// on: a dma-buf fd a task holds, VRAM imported from outside the dump, and any sharing under older
-// criu, which hands the files one by one, so that sharing shows only when the second holder comes,
-// after the first one's image was written as a buffer of its own.
+// on: a dma-buf fd of memory no process of the dump holds, VRAM imported from outside the dump,
+// a buffer two holders map into their memory, and any sharing under older criu, which hands the files one by one, so
+// that sharing shows only when the second holder comes, after the first one's image was written as a buffer of its own.
 #pragma once
 
 #include "bo_transfer.hpp"
@@ -65,7 +66,7 @@ public:
 
 	void dump_kfd(int fd, uint32_t id);
 	void dump_render_node(uint32_t id, unsigned int minor);
-	// A dma-buf fd a task holds. Always refused: the plugin cannot give it back.
+	// A dma-buf fd a task holds: saved as the shared buffer it is of (criu 4.1+), else refused.
 	void dump_dmabuf(int fd, uint32_t id);
 	// Whether a process with KFD state was met: the dma-buf fds of such a dump are the plugin's.
 	bool met_gpu_process() const { return !paused_.empty(); }

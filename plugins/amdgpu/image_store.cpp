@@ -97,6 +97,11 @@ std::string render_image_name(uint32_t id)
 	return strprintf("amdgpu-renderD-%u.img", id);
 }
 
+std::string dmabuf_image_name(uint32_t id)
+{
+	return strprintf("amdgpu-dmabuf_%u.img", id);
+}
+
 unique_fd ImageDir::create(const std::string &name) const
 {
 	if (stream_ == Stream::serve)

@@ -24,6 +24,7 @@ inline constexpr size_t kFrameHeaderSize = 8;
 std::string kfd_image_name(uint32_t id);		    // amdgpu-kfd-<id>.img
 std::string pages_image_name(uint32_t id, uint32_t gpu_id); // amdgpu-pages-<id>-<gpuid %04x>.img
 std::string render_image_name(uint32_t id);		    // amdgpu-renderD-<id>.img
+std::string dmabuf_image_name(uint32_t id);		    // amdgpu-dmabuf_<id>.img (upstream's underscore)
 // The ids of the amdgpu-kfd-<id>.img in a directory (images of processes with GPU state), sorted.
 std::vector<uint32_t> kfd_image_ids(int dirfd);
 

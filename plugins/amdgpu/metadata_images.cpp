@@ -186,6 +186,28 @@ CriuRenderNodePtr read_criu_render_node(ImageReader &image)
 	return unpack_criu_render_node(read_payload(image), image.name());
 }
 
+void write_dmabuf_image(const ImageDir &dir, uint32_t id, uint32_t buffer)
+{
+	CriuDmabufNode msg = CRIU_DMABUF_NODE__INIT;
+	msg.has_gem_handle = true;
+	msg.gem_handle = buffer;
+	std::vector<uint8_t> out(criu_dmabuf_node__get_packed_size(&msg));
+	criu_dmabuf_node__pack(&msg, out.data());
+	write_image(dir, dmabuf_image_name(id), out);
+}
+
+uint32_t read_dmabuf_image(ImageReader &image)
+{
+	const std::vector<uint8_t> bytes = read_payload(image);
+	std::unique_ptr<CriuDmabufNode, void (*)(CriuDmabufNode *)> msg(
+		criu_dmabuf_node__unpack(nullptr, bytes.size(), bytes.data()),
+		[](CriuDmabufNode *m) { criu_dmabuf_node__free_unpacked(m, nullptr); });
+	if (!msg || !msg->has_gem_handle || msg->gem_handle == 0 || msg->gem_handle == 0xffffffff)
+		fail(-EINVAL, "image %s is not a criu_dmabuf_node naming a shared buffer (%zu bytes)",
+		     image.name().c_str(), bytes.size());
+	return msg->gem_handle;
+}
+
 CriuRenderNodePtr read_criu_render_node(const ImageDir &dir, uint32_t id)
 {
 	ImageReader image(dir, render_image_name(id), kMaxMetadataImageSize);

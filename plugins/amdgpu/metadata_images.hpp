@@ -78,5 +78,9 @@ std::vector<BoShare> bo_shares(const CriuKfd &msg, const std::string &image);
 void write_criu_render_node(const ImageDir &dir, uint32_t id, const CriuRenderNode &msg);
 CriuRenderNodePtr read_criu_render_node(const ImageDir &dir, uint32_t id);
 CriuRenderNodePtr read_criu_render_node(ImageReader &image);
+// A dma-buf fd a task held: upstream's criu_dmabuf_node, whose gem_handle here is the number of the
+// shared buffer it is of (the `handle` of that buffer's kfd_bo_entry).
+void write_dmabuf_image(const ImageDir &dir, uint32_t id, uint32_t buffer);
+uint32_t read_dmabuf_image(ImageReader &image);
 
 } // namespace amdgpu

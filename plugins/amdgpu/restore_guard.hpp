@@ -56,7 +56,8 @@ public:
 	// this task, for the other holders. Throws Error if the guard cannot be told.
 	void offer_buffer(int image_dir, uint32_t number, int dmabuf_fd) const;
 	// In a task being restored: a dma-buf of shared buffer `number`, once the task that restores
-	// it offered it, waiting up to `timeout_ms`. Throws Error if it does not come.
+	// it offered it, waiting up to `timeout_ms` (0: only if it is there); none if it did not come.
+	// Throws Error if the guard cannot be asked.
 	unique_fd take_buffer(int image_dir, uint32_t number, int timeout_ms) const;
 
 	// In criu's main process: the GPU queues of `pid` (criu's pid namespace) run again.

@@ -183,6 +183,8 @@ int RestoreSession::restore_file(uint32_t id, bool *retry)
 		return restore_kfd(*kfd, id);
 	if (auto render = ImageReader::open_if_exists(image_dir_, render_image_name(id), kMaxMetadataImageSize))
 		return restore_render_node(read_criu_render_node(*render), id, retry);
+	if (auto dmabuf = ImageReader::open_if_exists(image_dir_, dmabuf_image_name(id), kMaxMetadataImageSize))
+		return restore_dmabuf(*dmabuf, retry);
 	return -ENOTSUP;
 }
 
@@ -313,6 +315,48 @@ void RestoreSession::offer_shared_buffers(std::span<const kfd_criu_bo_bucket> bo
 	}
 }
 
+unique_fd RestoreSession::take_buffer(uint32_t number)
+{
+	unique_fd dmabuf = guard_->take_buffer(image_dir_.dirfd(), number, take_timeout_ms);
+	if (!dmabuf)
+		fail(-ETIMEDOUT,
+		     "shared buffer %u did not come within %d ms: the task that restores it did not offer it (it "
+		     "failed, or its image is missing)",
+		     number, take_timeout_ms);
+	return dmabuf;
+}
+
+constexpr int kRetryTakeMs = 200;
+
+// A dma-buf fd the task held: one of the restored buffer, from the task that restores it. Where
+// criu can come back later (4.3), the fd waits for nothing: a buffer this very task restores
+// comes with its kfd file, which criu may restore after this one.
+int RestoreSession::restore_dmabuf(ImageReader &image, bool *retry)
+{
+	const uint32_t number = read_dmabuf_image(image);
+	if (!guard_)
+		fail(-ENOTSUP,
+		     "%s is a dma-buf fd of shared buffer %u, which only the restore guard passes; this "
+		     "restore has none",
+		     image.name().c_str(), number);
+	enlist();
+	unique_fd dmabuf;
+	if (retry) {
+		// long enough for the guard to answer when the offer is there, or on its way
+		dmabuf = guard_->take_buffer(image_dir_.dirfd(), number, kRetryTakeMs);
+		if (!dmabuf) {
+			*retry = true;
+			pr_debug("%s: shared buffer %u is not restored yet; criu comes back later",
+				 image.name().c_str(), number);
+			return retry_placeholder();
+		}
+	} else {
+		dmabuf = take_buffer(number);
+	}
+	pr_info("restored %s: a dma-buf fd of shared buffer %u", image.name().c_str(), number);
+	return dmabuf.release();
+}
+
 void RestoreSession::take_shared_buffers(int kfd, const CriuKfd &msg, std::span<const kfd_criu_bo_bucket> bos,
 					 std::span<const BoShare> shares, const std::string &image)
 {
@@ -340,7 +384,7 @@ void RestoreSession::take_shared_buffer(int kfd, const kfd_criu_bo_bucket &bo, c
 	const std::string what =
 		strprintf("shared buffer %u (%s at 0x%llx on GPU 0x%04x)", share.buffer, describe_size(bo.size).c_str(),
 			  static_cast<unsigned long long>(bo.addr), bo.gpu_id);
-	const unique_fd dmabuf = guard_->take_buffer(image_dir_.dirfd(), share.buffer, take_timeout_ms);
+	const unique_fd dmabuf = take_buffer(share.buffer);
 	// the buffer KFD made for this task goes; its id is then free for the import
 	const uint64_t own = kfd::make_handle(bo.gpu_id, rec.id);
 	if (const int ret = driver_.unmap_memory(kfd, own, rec.mapped_gpu_ids))

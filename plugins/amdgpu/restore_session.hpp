@@ -22,8 +22,10 @@
 // made for it: unmapped from its GPUs and freed, the dma-buf imported at the same address under
 // the same handle (KFD gives an import the lowest free id: lower free ids are filled for the
 // moment, then let go), and mapped on the same GPUs. No queue runs before criu resumes them all,
-// long after. A CPU mapping of a taken buffer cannot be moved (KFD's import does not say where
-// the buffer would be mapped): criu's request to map it fails the restore, naming it.
+// long after. A dma-buf fd a task held of such a buffer (amdgpu-dmabuf_<id>.img) is given back as
+// a dma-buf of the restored buffer, taken the same way. A CPU mapping of a taken buffer cannot be
+// moved (KFD's import does not say where the buffer would be mapped): criu's request to map it
+// fails the restore, naming it; the dump makes the one holder that maps a buffer its restorer.
 //
 // Nothing of the plugin's stays in the task. KFD keeps its own reference to each GPU's render file
 // once RESTORE succeeded, so the render fds of GPUs the task does not use are closed right away.
@@ -108,6 +110,9 @@ private:
 	void restore_contents(uint32_t id, uint32_t pid, const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos,
 			      std::span<const BoShare> shares);
 	void offer_shared_buffers(std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares);
+	// A dma-buf of shared buffer `number`, waiting for its restorer's offer up to take_timeout_ms.
+	unique_fd take_buffer(uint32_t number);
+	int restore_dmabuf(ImageReader &image, bool *retry);
 	void take_shared_buffers(int kfd, const CriuKfd &msg, std::span<const kfd_criu_bo_bucket> bos,
 				 std::span<const BoShare> shares, const std::string &image);
 	void take_shared_buffer(int kfd, const kfd_criu_bo_bucket &bo, const BoShare &share, const BoPrivRecord &rec);

@@ -78,7 +78,8 @@ uint32_t SharedBufferCensus::shared_number(const BufferKey &key) const
 {
 	uint32_t n = 0;
 	for (const BufferKey &k : order_) {
-		if (buckets(holds_.at(k)) < 2)
+		const std::vector<BufferHold> &holds = holds_.at(k);
+		if (holds.size() < 2 || buckets(holds) == 0) // another bucket or an fd, and a bucket to restore it
 			continue;
 		n++;
 		if (k == key)

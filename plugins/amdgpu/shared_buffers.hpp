@@ -99,8 +99,8 @@ public:
 	std::vector<SharedBuffer> shared() const;
 	// The holds of buffer `key` so far (none when it is not met).
 	std::vector<BufferHold> holds_of(const BufferKey &key) const;
-	// Buffer `key`'s number among the buffers held by more than one bucket (1, 2, ... in the
-	// order they were met), or 0 when no other bucket holds it.
+	// Buffer `key`'s number among the buffers held more than once with a bucket among the holds
+	// (1, 2, ... in the order they were met), or 0 when nothing else holds it.
 	uint32_t shared_number(const BufferKey &key) const;
 	// The bucket that restores shared buffer `key` (the others take it from the process that
 	// holds this one): the first the process maps into its memory (a taker's mapping could not be

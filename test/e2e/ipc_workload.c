@@ -92,6 +92,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -645,6 +646,32 @@ static void check_slot(struct rank *k, const struct msg *m, unsigned int owner, 
 	wl_report_free(&r);
 }
 
+/*
+ * Whether the held fd is a dma-buf of the held buffer's BO, not of another one of the same size:
+ * KFD keeps one dma-buf per buffer and hands it out at every export (the source of Linux 6.11 and
+ * later, the test bed's 7.3), so a
+ * fresh export of the buffer is the same file (inode) as the held fd.
+ */
+static bool held_fd_is_of_buffer(struct rank *k, char *err, size_t errlen)
+{
+	struct stat held, fresh;
+	uint64_t offset;
+	int fd = -1;
+	bool same;
+
+	if (hsa_amd_portable_export_dmabuf(k->held, k->info.held_size, &fd, &offset) != HSA_STATUS_SUCCESS) {
+		snprintf(err, errlen, "cannot be compared: its buffer cannot be exported again");
+		return false;
+	}
+	same = !fstat(k->info.held_fd, &held) && !fstat(fd, &fresh) && held.st_dev == fresh.st_dev &&
+	       held.st_ino == fresh.st_ino;
+	if (!same)
+		snprintf(err, errlen, "is another dma-buf (inode %lu) than its buffer's (inode %lu)",
+			 (unsigned long)held.st_ino, (unsigned long)fresh.st_ino);
+	hsa_amd_portable_close_dmabuf(fd);
+	return same;
+}
+
 /* Rank 0's held buffer: its content, and its dma-buf fd still open on a dma-buf of its BO. */
 static void check_held(struct rank *k, const char *name)
 {
@@ -662,6 +689,8 @@ static void check_held(struct rank *k, const char *name)
 	else if (dmabuf_size(k->info.held_fd) != k->info.held_bo_size)
 		send_line(k->fd, false, "%s: its dma-buf fd %d (%s) is of 0x%" PRIx64 " bytes, 0x%" PRIx64 " at set-up",
 			  name, k->info.held_fd, target, dmabuf_size(k->info.held_fd), k->info.held_bo_size);
+	else if (!held_fd_is_of_buffer(k, err, sizeof(err)))
+		send_line(k->fd, false, "%s: its dma-buf fd %d (%s) %s", name, k->info.held_fd, target, err);
 	else
 		send_line(k->fd, true, "%s holds dma-buf fd %d (%s, 0x%" PRIx64 " bytes) of its buffer at %p", name,
 			  k->info.held_fd, target, k->info.held_bo_size, k->held);

@@ -346,15 +346,34 @@ TEST_F(DumpSessionTest, ABufferTwoProcessesShareRefusesTheDumpWhereCriuHandsTheF
 	EXPECT_EQ(gpu.count(Op::unpause), 2) << "a process's queues stay paused";
 }
 
-TEST_F(DumpTreeTest, ADmabufFdOfATaskRefusesTheDumpNamingTheFdAndItsBuffer)
+TEST_F(DumpTreeTest, ADmabufFdATaskHoldsOfItsOwnBufferMakesTheBufferShared)
 {
 	gpu.shared_bos = { 0 };
+	task();
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		TaskGpuFiles files = files_of(0);
+		files.dmabufs.push_back({ .fd = 9, .dev = 1, .ino = 0, .size = 1 << 16 }); // FakeGpu's key of BO 0
+		session.checkpoint_task(tasks[0], std::move(files));
+		session.close_census();
+		session.dump_kfd(task_fds[0], kFileId);
+		session.finish();
+	}
+	// the task restores the buffer, and offers it to its own dma-buf fd
+	const CriuKfdPtr msg = read_criu_kfd(ImageDir::files(images.fd()), kFileId);
+	EXPECT_EQ(bo_shares(*msg, "img")[0].role, ShareRole::restorer);
+	EXPECT_EQ(msg->bo_entries[0]->handle, 1u);
+	EXPECT_EQ(bo_shares(*msg, "img")[1].role, ShareRole::none);
+}
+
+TEST_F(DumpTreeTest, ADmabufFdOfMemoryNoTaskHoldsRefusesTheDumpNamingTheFd)
+{
 	task();
 	std::optional<Error> error;
 	{
 		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
 		TaskGpuFiles files = files_of(0);
-		files.dmabufs.push_back({ .fd = 9, .dev = 1, .ino = 0, .size = 1 << 16 }); // FakeGpu's key of BO 0
+		files.dmabufs.push_back({ .fd = 9, .dev = 7, .ino = 7, .size = 8192 }); // no bucket's
 		try {
 			session.checkpoint_task(tasks[0], std::move(files));
 		} catch (const Error &e) {
@@ -364,8 +383,10 @@ TEST_F(DumpTreeTest, ADmabufFdOfATaskRefusesTheDumpNamingTheFdAndItsBuffer)
 	}
 	ASSERT_TRUE(error);
 	const std::string msg = error->what();
-	EXPECT_NE(msg.find(strprintf("pid %d (dma-buf fd 9)", tasks[0])), std::string::npos) << msg;
-	EXPECT_NE(msg.find("cannot yet restore a dma-buf fd"), std::string::npos) << msg;
+	EXPECT_NE(msg.find(strprintf("a GPU buffer of 8 KiB (8192 bytes) is shared: pid %d (dma-buf fd 9)", tasks[0])),
+		  std::string::npos)
+		<< msg;
+	EXPECT_NE(msg.find("memory of no GPU process of the dump"), std::string::npos) << msg;
 	EXPECT_EQ(gpu.count(Op::unpause), 1);
 }
 

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -341,6 +342,34 @@ TEST_F(TakerRestoreTest, ABufferNobodyOffersFailsTheRestoreNamingItAndLeavesNoth
 		EXPECT_EQ(gpu.count(Op::import_dmabuf), 0);
 		EXPECT_EQ(gpu.still_open(Op::open_kfd), std::vector<int>()) << "the task's KFD state stays";
 		EXPECT_EQ(gpu.still_open(Op::restore), std::vector<int>()) << "dma-buf fds stay open";
+	}
+	guard.release();
+}
+
+TEST_F(TakerRestoreTest, ADmabufFdTheTaskHeldComesBackAsTheRestoredBuffer)
+{
+	constexpr uint32_t kDmabufFileId = 77;
+	write_dmabuf_image(ImageDir::files(images.fd()), kDmabufFileId, 5);
+	{
+		RestoreSession session(options, ImageDir::files(images.fd()), &guard, topology_dir, gpu, gpu);
+		// not offered yet: criu 4.3 is asked to come back, older criu would wait
+		bool retry = false;
+		const int placeholder = session.restore_file(kDmabufFileId, &retry);
+		EXPECT_TRUE(retry) << "a buffer not restored yet was not waited for";
+		EXPECT_GE(placeholder, 0);
+
+		const int offered = eventfd(0, EFD_CLOEXEC); // the restored buffer's dma-buf
+		guard.offer_buffer(images.fd(), 5, offered);
+		struct stat want;
+		ASSERT_EQ(fstat(offered, &want), 0);
+		close(offered);
+		retry = false;
+		const int fd = session.restore_file(kDmabufFileId, &retry);
+		EXPECT_FALSE(retry);
+		struct stat got;
+		ASSERT_EQ(fstat(fd, &got), 0);
+		EXPECT_EQ(got.st_ino, want.st_ino) << "the task got another file than the restored buffer's dma-buf";
+		close(fd);
 	}
 	guard.release();
 }
