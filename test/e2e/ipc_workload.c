@@ -649,8 +649,8 @@ static void check_slot(struct rank *k, const struct msg *m, unsigned int owner, 
 /*
  * Whether the held fd is a dma-buf of the held buffer's BO, not of another one of the same size:
  * KFD keeps one dma-buf per buffer and hands it out at every export (the source of Linux 6.11 and
- * later, the test bed's 7.3), so a
- * fresh export of the buffer is the same file (inode) as the held fd.
+ * later, the test bed's 7.3), so a fresh export of the buffer is the same file (inode) as the held
+ * fd.
  */
 static bool held_fd_is_of_buffer(struct rank *k, char *err, size_t errlen)
 {
