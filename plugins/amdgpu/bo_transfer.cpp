@@ -139,7 +139,6 @@ private:
 	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
 	void submit(Slot &slot, size_t chunk_index);
 	void emit_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p, uint64_t bo_va);
-	void skip_piece(Slot &slot, const TransferChunk &c, const TransferPiece &p);
 	const MappedBo &mapped_bo(uint32_t index); // imported on first use, while earlier chunks copy
 	ImageWriter &writer();			   // opened at its turn
 	ImageReader &reader();			   // opened at its turn
@@ -229,10 +228,6 @@ void GpuWorker::submit(Slot &slot, size_t chunk_index)
 	ib_.clear();
 	std::vector<amdgpu_bo_handle> resources { slot.staging.handle() };
 	for (const TransferPiece &p : c.pieces) {
-		if (job_.is_elsewhere(p.bo)) {
-			skip_piece(slot, c, p);
-			continue;
-		}
 		const MappedBo &bo = mapped_bo(p.bo);
 		const uint64_t bo_va = bo.va() + p.bo_offset;
 		const uint64_t staging_va = slot.staging.va() + p.slot_offset;
@@ -273,20 +268,6 @@ void GpuWorker::emit_from_image(Slot &slot, const TransferChunk &c, const Transf
 			io_bytes_ += e.len;
 		}
 	}
-}
-
-// A piece of a BO whose bytes another process's image holds: zeros in this image (a hole), and
-// nothing read back into the BO.
-void GpuWorker::skip_piece(Slot &slot, const TransferChunk &c, const TransferPiece &p)
-{
-	if (dir_ == CopyDirection::to_image) {
-		std::memset(slot.memory.data() + p.slot_offset, 0, p.len);
-		return;
-	}
-	const uint64_t at = c.image_offset + p.slot_offset;
-	reader();
-	for (const Extent &e : holes_.split(at, p.len))
-		reader().skip(e.len);
 }
 
 // Nothing to read, and older writers may omit the file. A stream still carries the (empty) image in
@@ -443,21 +424,14 @@ GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gp
 		const kfd_criu_bo_bucket &bo = bos[i];
 		if (bo.gpu_id != image_gpu_id || !(bo.alloc_flags & kfd::kContentMemFlags) || !bo.size)
 			continue;
-		if (i < elsewhere.size() && elsewhere[i]) {
-			job.dmabuf_fds.push_back(-1);
-			job.sizes.push_back(bo.size);
-			job.elsewhere.resize(job.sizes.size());
-			job.elsewhere.back() = true;
+		if (i < elsewhere.size() && elsewhere[i])
 			continue;
-		}
 		if (bo.dmabuf_fd == KFD_INVALID_FD)
 			fail(-EINVAL, "GPU 0x%04x: KFD gave no dma-buf for the %llu-byte BO at 0x%llx", image_gpu_id,
 			     static_cast<unsigned long long>(bo.size), static_cast<unsigned long long>(bo.addr));
 		job.dmabuf_fds.push_back(static_cast<int>(bo.dmabuf_fd));
 		job.sizes.push_back(bo.size);
 	}
-	if (!job.elsewhere.empty())
-		job.elsewhere.resize(job.sizes.size());
 	return job;
 }
 

@@ -28,10 +28,6 @@ struct GpuCopyJob {
 	int numa_node = -1;	     // where the staging memory goes; -1 = anywhere
 	std::vector<int> dmabuf_fds; // borrowed; same order as sizes, the image order
 	std::vector<uint64_t> sizes;
-	// Per BO (same order; empty: none): its bytes are another process's to save and restore (a
-	// buffer processes share). Saved as a hole, and not restored.
-	std::vector<bool> elsewhere;
-	bool is_elsewhere(size_t bo) const { return bo < elsewhere.size() && elsewhere[bo]; }
 };
 
 enum class CopyDirection {
@@ -53,8 +49,8 @@ struct CopyStats {
 // The copy job of one GPU: its VRAM/GTT BOs among the KFD's buckets (which name GPUs by the id
 // the process knows, `image_gpu_id`), in bucket order, the order of the pages image; staging on
 // the GPU's NUMA node. `elsewhere` (per bucket, or empty) marks the BOs whose bytes another
-// process's image holds. The caller adds a render fd when the job has BOs. Throws Error(-EINVAL)
-// for a BO the KFD gave no dma-buf for.
+// process's image holds (a buffer processes share): they have no place in this one. The caller adds a render fd when
+// the job has BOs. Throws Error(-EINVAL) for a BO the KFD gave no dma-buf for.
 GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gpu_id,
 		    std::span<const kfd_criu_bo_bucket> bos, const std::vector<bool> &elsewhere = {});
 

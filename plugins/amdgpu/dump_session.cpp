@@ -99,6 +99,16 @@ void DumpSession::checkpoint_task(pid_t pid, TaskGpuFiles files)
 {
 	tree_seen_first_ = true;
 	for (unique_fd &fd : files.kfd) {
+		// a file the task shares with another one of the tree (inherited over fork) is taken once,
+		// with the first task that holds it (criu walks the tree from its root: the parent)
+		const auto seen = std::find_if(paused_.begin(), paused_.end(), [&](const PausedProcess &p) {
+			return same_open_file(p.fd.get(), fd.get());
+		});
+		if (seen != paused_.end()) {
+			pr_debug("pid %d shares the /dev/kfd file of pid %d, taken with it", static_cast<int>(pid),
+				 static_cast<int>(seen->taken_for));
+			continue;
+		}
 		check_kfd_version();
 		const std::string file = strprintf("/dev/kfd of pid %d", static_cast<int>(pid));
 		kfd::ProcessInfo info;
@@ -109,7 +119,7 @@ void DumpSession::checkpoint_task(pid_t pid, TaskGpuFiles files)
 	}
 	for (const TaskDmabufFd &d : files.dmabufs) // of a GPU process: the GPU's own memory, most likely
 		if (!files.kfd.empty())
-			census_.add({ d.dev, d.ino }, { .pid = pid, .size = d.size, .fd = d.fd });
+			census_.add(census_.key_of({ d.dev, d.ino }), { .pid = pid, .size = d.size, .fd = d.fd });
 	refuse_shared_buffers();
 }
 
@@ -150,8 +160,10 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 	close_census();
 	PausedProcess *taken = nullptr;
 	for (PausedProcess &p : paused_)
-		if (p.taken && same_open_file(p.fd.get(), task_fd))
+		if (p.taken && same_open_file(p.fd.get(), task_fd)) {
 			taken = &p;
+			break;
+		}
 	std::optional<Checkpoint> own;
 	if (!taken) { // criu before 4.1: nothing was taken before
 		check_kfd_version();
@@ -190,7 +202,7 @@ void DumpSession::dump_dmabuf(int fd, uint32_t id)
 		fail_errno(errno, "cannot stat dma-buf file id %u", id);
 	const std::optional<BufferKey> key = driver_.dmabuf_key(fd);
 	if (tree_seen_first_ && key) {
-		if (const uint32_t number = census_.shared_number(*key)) {
+		if (const uint32_t number = census_.shared_number(census_.key_of(*key))) {
 			write_dmabuf_image(image_dir_, id, number);
 			pr_info("saved %s: a dma-buf fd of shared buffer %u (%s)", dmabuf_image_name(id).c_str(),
 				number, describe_size(static_cast<uint64_t>(st.st_size)).c_str());
@@ -198,9 +210,9 @@ void DumpSession::dump_dmabuf(int fd, uint32_t id)
 		}
 	}
 	if (key)
-		census_.add(*key, { .pid = traced_task_holding(fd).value_or(0),
-				    .size = static_cast<uint64_t>(st.st_size),
-				    .file_id = static_cast<int>(id) });
+		census_.add(census_.key_of(*key), { .pid = traced_task_holding(fd).value_or(0),
+						    .size = static_cast<uint64_t>(st.st_size),
+						    .file_id = static_cast<int>(id) });
 	refuse_shared_buffers();
 	fail(-ENOTSUP, "file id %u is a dma-buf this plugin cannot save", id);
 }
@@ -289,13 +301,13 @@ void DumpSession::count_buffers(pid_t host_pid, const Checkpoint &cp)
 			     static_cast<int>(pid), bo.dmabuf_fd, static_cast<unsigned long long>(bo.addr));
 		const uint32_t gpu_id = actual_gpu(cp.devices, bo.gpu_id);
 		const std::optional<uint32_t> owner = driver_.dmabuf_gpu(static_cast<int>(bo.dmabuf_fd));
-		census_.add(*key, { .pid = pid,
-				    .gpu_id = gpu_id,
-				    .addr = bo.addr,
-				    .size = bo.size,
-				    .alloc_flags = bo.alloc_flags,
-				    .imported = owner && *owner != gpu_id,
-				    .cpu_mapped = mapped.count(bo.addr) > 0 });
+		census_.add(census_.key_of(*key, gpu_id, bo.offset), { .pid = pid,
+								       .gpu_id = gpu_id,
+								       .addr = bo.addr,
+								       .size = bo.size,
+								       .alloc_flags = bo.alloc_flags,
+								       .imported = owner && *owner != gpu_id,
+								       .cpu_mapped = mapped.count(bo.addr) > 0 });
 	}
 	bool known = host_pid != 0;
 	for (const auto &dev : cp.devices) {
@@ -309,8 +321,13 @@ void DumpSession::count_buffers(pid_t host_pid, const Checkpoint &cp)
 	}
 	if (!known) {
 		census_.charge_unknown(pid);
-		pr_debug("pid %d: KFD's VRAM charge is not in sysfs; VRAM from outside the dump goes unnoticed",
-			 static_cast<int>(pid));
+		if (!warned_uncharged_)
+			pr_warn("pid %d: KFD's VRAM charge of it is not in %s/%d: VRAM it imported from a process "
+				"outside the dump cannot be told from its own (criu in a pid namespace of its own, or "
+				"an "
+				"older kernel)",
+				static_cast<int>(pid), std::string(kKfdProcDir).c_str(), static_cast<int>(pid));
+		warned_uncharged_ = true;
 	}
 }
 
@@ -411,11 +428,14 @@ std::vector<BoShare> DumpSession::shares_of(pid_t host_pid, const Checkpoint &cp
 		const kfd_criu_bo_bucket &bo = cp.bos[i];
 		if (bo.dmabuf_fd == KFD_INVALID_FD)
 			continue;
-		const std::optional<BufferKey> key = driver_.dmabuf_key(static_cast<int>(bo.dmabuf_fd));
-		const uint32_t number = key ? census_.shared_number(*key) : 0;
+		const std::optional<BufferKey> dmabuf = driver_.dmabuf_key(static_cast<int>(bo.dmabuf_fd));
+		if (!dmabuf)
+			continue;
+		const BufferKey key = census_.key_of(*dmabuf, actual_gpu(cp.devices, bo.gpu_id), bo.offset);
+		const uint32_t number = census_.shared_number(key);
 		if (!number)
 			continue;
-		const std::optional<BufferHold> restorer = census_.restorer_of(*key);
+		const std::optional<BufferHold> restorer = census_.restorer_of(key);
 		const bool restores = restorer && restorer->pid == host_pid && restorer->addr == bo.addr &&
 				      actual_gpu(cp.devices, bo.gpu_id) == restorer->gpu_id;
 		shares[i] = { number, restores ? ShareRole::restorer : ShareRole::taker };

@@ -15,7 +15,8 @@
 // the tree): there the session pauses and checkpoints each task's KFD files at once, and knows
 // every sharing before the first image. A buffer that several processes of the tree hold is then
 // saved once: one holder's image says it restores the buffer and its pages hold the contents, the
-// others' say they take it from that holder (restore_session.hpp) and hold a hole in its place.
+// others' say they take it from that holder (restore_session.hpp), and their pages have no place
+// for it.
 // A dma-buf fd a task holds of such a buffer is saved as the buffer's number (amdgpu-dmabuf_<id>).
 // What cannot be restored shared is refused before anything is written, and the processes run
 // on: a dma-buf fd of memory no process of the dump holds, VRAM imported from outside the dump,
@@ -133,6 +134,7 @@ private:
 	std::map<uint32_t, uint32_t> user_gpu_ids_;
 	SharedBufferCensus census_;
 	bool census_closed_ = false;
+	bool warned_uncharged_ = false;
 	bool tree_seen_first_ = false; // checkpoint_task() came before the files (criu 4.1+)
 	bool version_checked_ = false;
 	pid_t owner_; // the criu process that pauses and resumes

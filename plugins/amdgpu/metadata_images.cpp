@@ -3,6 +3,7 @@
 
 #include "error.hpp"
 #include "image_store.hpp"
+#include "kfd_ioctl.hpp"
 
 #include <cerrno>
 
@@ -117,6 +118,13 @@ std::vector<BoShare> bo_shares(const CriuKfd &msg, const std::string &image)
 		if (e.shared > static_cast<uint32_t>(ShareRole::taker))
 			fail(-EINVAL, "image %s: BO %zu (at 0x%llx) is shared in a way this plugin does not know (%u)",
 			     image.c_str(), i, static_cast<unsigned long long>(e.addr), e.shared);
+		if (!(e.alloc_flags & kfd::kContentMemFlags) || !e.size || e.handle == 0 || e.handle == kNoGemHandle)
+			fail(-EINVAL,
+			     "image %s: BO %zu (at 0x%llx, flags 0x%x, %llu bytes) is said to be shared buffer %u, "
+			     "which "
+			     "only a VRAM or GTT BO with a buffer number can be",
+			     image.c_str(), i, static_cast<unsigned long long>(e.addr), e.alloc_flags,
+			     static_cast<unsigned long long>(e.size), e.handle);
 		shares[i] = { e.handle, static_cast<ShareRole>(e.shared) };
 	}
 	return shares;

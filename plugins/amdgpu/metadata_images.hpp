@@ -43,7 +43,7 @@ CriuRenderNodePtr unpack_criu_render_node(std::span<const uint8_t> bytes, const 
 enum class ShareRole : uint32_t {
 	none = 0,
 	restorer = 1, // restores the buffer, and its pages image holds the contents
-	taker = 2,    // takes the buffer the restorer restored; its pages image holds a hole there
+	taker = 2,    // takes the buffer the restorer restored; its pages image has no place for it
 };
 struct BoShare {
 	uint32_t buffer = 0;

@@ -328,6 +328,9 @@ unique_fd RestoreSession::take_buffer(uint32_t number)
 
 constexpr int kRetryTakeMs = 200;
 
+// A taken buffer's id is reached by importing it on every lower free id first: at most this many.
+constexpr uint32_t kMaxFillerImports = 1u << 16;
+
 // A dma-buf fd the task held: one of the restored buffer, from the task that restores it. Where
 // criu can come back later (4.3), the fd waits for nothing: a buffer this very task restores
 // comes with its kfd file, which criu may restore after this one.
@@ -391,6 +394,9 @@ void RestoreSession::take_shared_buffer(int kfd, const kfd_criu_bo_bucket &bo, c
 		fail_errno(ret, "cannot unmap the copy KFD RESTORE made of %s", what.c_str());
 	if (const int ret = driver_.free_memory(kfd, own))
 		fail_errno(ret, "cannot free the copy KFD RESTORE made of %s", what.c_str());
+	if (rec.id > kMaxFillerImports)
+		fail(-EINVAL, "%s: its id %u in the driver state is beyond what this plugin fills (%u)", what.c_str(),
+		     rec.id, kMaxFillerImports);
 	std::vector<uint64_t> fillers; // imports on lower free ids, let go once the id is reached
 	uint64_t handle = 0;
 	int ret = 0;

@@ -39,6 +39,22 @@ std::vector<pid_t> SharedBuffer::pids() const
 	return pids;
 }
 
+BufferKey SharedBufferCensus::key_of(const BufferKey &dmabuf, uint32_t gpu_id, uint64_t offset)
+{
+	const auto a = alias_.find(dmabuf);
+	const auto o = by_offset_.find({ gpu_id, offset });
+	const BufferKey key = a != alias_.end() ? a->second : o != by_offset_.end() ? o->second : dmabuf;
+	alias_.emplace(dmabuf, key);
+	by_offset_.emplace(std::pair { gpu_id, offset }, key);
+	return key;
+}
+
+BufferKey SharedBufferCensus::key_of(const BufferKey &dmabuf) const
+{
+	const auto a = alias_.find(dmabuf);
+	return a != alias_.end() ? a->second : dmabuf;
+}
+
 void SharedBufferCensus::add(const BufferKey &key, const BufferHold &hold)
 {
 	auto [it, added] = holds_.try_emplace(key);
@@ -95,6 +111,11 @@ std::optional<BufferHold> SharedBufferCensus::restorer_of(const BufferKey &key) 
 		return std::nullopt;
 	for (const BufferHold &h : it->second)
 		if (!h.held_fd() && h.cpu_mapped)
+			return h;
+	constexpr uint32_t kImportFlags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT |
+					  KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+	for (const BufferHold &h : it->second)
+		if (!h.held_fd() && (h.alloc_flags & ~kImportFlags))
 			return h;
 	for (const BufferHold &h : it->second)
 		if (is_vram(h))

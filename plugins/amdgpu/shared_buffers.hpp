@@ -89,6 +89,13 @@ struct ForeignVram {
 
 class SharedBufferCensus {
 public:
+	// The key a bucket's buffer goes by: its dma-buf's, unless a bucket on the same GPU with the
+	// same mmap offset came first (the offset belongs to the buffer on its GPU: an import on the
+	// exporter's GPU reports the exporter's), which also tells sharing apart on kernels that hand
+	// out a new dma-buf at every export (6.1). The same arguments give the same key again.
+	BufferKey key_of(const BufferKey &dmabuf, uint32_t gpu_id, uint64_t offset);
+	// The key a dma-buf goes by (that of the bucket it was met with), for a dma-buf fd a task holds.
+	BufferKey key_of(const BufferKey &dmabuf) const;
 	void add(const BufferKey &key, const BufferHold &hold);
 	// KFD's VRAM charge of `pid` on one of its GPUs (added up). A process whose charge is not
 	// known on each of its GPUs leaves foreign_vram() undecided.
@@ -104,8 +111,10 @@ public:
 	uint32_t shared_number(const BufferKey &key) const;
 	// The bucket that restores shared buffer `key` (the others take it from the process that
 	// holds this one): the first the process maps into its memory (a taker's mapping could not be
-	// moved; ROCm maps what it allocated, not what it attached), else the first that is VRAM,
-	// where the buffer lives, else the first.
+	// moved; ROCm maps what it allocated, not what it attached), else the first whose allocation
+	// flags say more than an import's (KFD gives an import only its domain, WRITABLE and
+	// EXECUTABLE: the allocator's coherence and visibility would be lost), else the first that is
+	// VRAM, where the buffer lives, else the first.
 	std::optional<BufferHold> restorer_of(const BufferKey &key) const;
 	// VRAM from outside the dump, when the charges of every process are known and fall short.
 	std::optional<ForeignVram> foreign_vram() const;
@@ -119,6 +128,8 @@ public:
 
 private:
 	std::map<BufferKey, std::vector<BufferHold>> holds_;
+	std::map<BufferKey, BufferKey> alias_;			       // dma-buf -> the key it goes by
+	std::map<std::pair<uint32_t, uint64_t>, BufferKey> by_offset_; // (gpu, offset) -> key
 	std::vector<BufferKey> order_;
 	std::map<pid_t, uint64_t> charged_;
 	std::vector<pid_t> uncharged_;

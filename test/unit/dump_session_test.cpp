@@ -287,21 +287,41 @@ TEST_F(DumpTreeTest, TakesEachTaskOnceBeforeAnythingIsWrittenAndWritesItWhenCriu
 	EXPECT_TRUE(read_criu_kfd(ImageDir::files(images.fd()), kFileId + 1));
 }
 
+TEST_F(DumpTreeTest, AKfdFileTwoTasksHoldIsTakenOnceWithTheFirst)
+{
+	task();
+	task();
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		session.checkpoint_task(tasks[0], files_of(0));
+		session.checkpoint_task(tasks[1], files_of(0)); // inherited over fork
+		EXPECT_EQ(gpu.count(Op::process_info), 1) << "one KFD process paused twice";
+		EXPECT_EQ(gpu.count(Op::checkpoint), 1);
+		session.close_census();
+		session.dump_kfd(task_fds[0], kFileId);
+		session.finish();
+	}
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+	const CriuKfdPtr msg = read_criu_kfd(ImageDir::files(images.fd()), kFileId);
+	for (const BoShare &s : bo_shares(*msg, "img"))
+		EXPECT_EQ(s.role, ShareRole::none) << "its buffers taken as shared with itself";
+}
+
 TEST_F(DumpTreeTest, ABufferTwoTasksShareIsSavedOnceAndEachImageSaysWhoRestoresIt)
 {
 	gpu.shared_bos = { 0 }; // the first VRAM BO of the first GPU is one buffer in both tasks
 	task();
 	task();
-	std::vector<std::vector<bool>> elsewhere; // per dump_kfd, the first GPU's job
+	std::vector<size_t> first_gpu_bos; // per dump_kfd, the BOs of the first GPU's pages image
 	{
 		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
 		session.checkpoint_task(tasks[0], files_of(0));
 		session.checkpoint_task(tasks[1], files_of(1));
 		session.close_census();
 		session.dump_kfd(task_fds[1], kFileId + 1); // criu's order needs not be the tree's
-		elsewhere.push_back(gpu.jobs.at(0).elsewhere);
+		first_gpu_bos.push_back(gpu.jobs.at(0).sizes.size());
 		session.dump_kfd(task_fds[0], kFileId);
-		elsewhere.push_back(gpu.jobs.at(0).elsewhere);
+		first_gpu_bos.push_back(gpu.jobs.at(0).sizes.size());
 		session.finish();
 	}
 	const CriuKfdPtr restorer = read_criu_kfd(ImageDir::files(images.fd()), kFileId);
@@ -314,9 +334,8 @@ TEST_F(DumpTreeTest, ABufferTwoTasksShareIsSavedOnceAndEachImageSaysWhoRestoresI
 		EXPECT_EQ(bo_shares(*taker, "t")[i].role, ShareRole::none) << "BO " << i;
 		EXPECT_EQ(taker->bo_entries[i]->handle, 0xffffffffu) << "BO " << i;
 	}
-	// the taker's pages hold a hole where the buffer is, the restorer's its bytes
-	EXPECT_EQ(elsewhere[0], (std::vector<bool> { true, false }));
-	EXPECT_TRUE(std::none_of(elsewhere[1].begin(), elsewhere[1].end(), [](bool e) { return e; }));
+	// the restorer's pages hold the buffer's bytes, the taker's have no place for them
+	EXPECT_EQ(first_gpu_bos, (std::vector<size_t> { 1, 2 }));
 	EXPECT_EQ(gpu.count(Op::unpause), 2);
 }
 

@@ -160,8 +160,12 @@ int FakeGpu::criu_checkpoint(int fd, const kfd::ProcessInfo &, std::span<kfd_cri
 		return ret;
 	for (size_t i = 0; i < devices.size(); i++)
 		devices[i] = { gpu_ids_[i], gpu_ids_[i], 0, 0 };
+	// every checkpoint is of another process: its buffers have other mmap offsets, but the shared
+	const uint64_t process = static_cast<uint64_t>(count(Op::checkpoint) - 1) << 32;
 	for (size_t i = 0; i < bos.size(); i++) {
 		bos[i] = bos_[i];
+		if (!shared_bos.count(i))
+			bos[i].offset += process;
 		bos[i].dmabuf_fd =
 			bos_[i].alloc_flags & kfd::kContentMemFlags ? new_fd(Op::checkpoint) : KFD_INVALID_FD;
 		if (bos[i].dmabuf_fd != KFD_INVALID_FD) {

@@ -9,6 +9,7 @@
 
 #include "dump_session.hpp"
 #include "error.hpp"
+#include "image_store.hpp"
 #include "kfd_ioctl.hpp"
 #include "metadata_images.hpp"
 #include "options.hpp"
@@ -271,6 +272,11 @@ protected:
 		msg->priv_data.len = priv.size();
 		write_criu_kfd(ImageDir::files(images.fd()), kFileId, *msg);
 		msg->priv_data = own;
+		// the taker's pages have no place for the buffer it takes: the first GPU's hold one BO
+		const uint64_t bo = msg->bo_entries[1]->size;
+		ImageWriter pages(ImageDir::files(images.fd()), pages_image_name(kFileId, gpus.front()), bo);
+		pages.write(std::vector<uint8_t>(bo, 0xa5));
+		pages.finish();
 	}
 
 	RestoreGuard guard;
@@ -308,8 +314,8 @@ TEST_F(TakerRestoreTest, PutsTheOfferedBufferInPlaceOfKfdsCopyUnderTheSameIdAndG
 		EXPECT_EQ(calls, expected);
 		EXPECT_EQ(gpu.memory_calls.front().gpus, gpus) << "unmapped from other GPUs than it was mapped on";
 		EXPECT_EQ(gpu.memory_calls.back().gpus, gpus) << "mapped on other GPUs than before";
-		// its bytes are the restorer's to restore: none of the first GPU's copy
-		EXPECT_EQ(gpu.jobs.at(0).elsewhere, (std::vector<bool> { true, false }));
+		// its bytes are the restorer's to restore: no part of the first GPU's copy
+		EXPECT_EQ(gpu.jobs.at(0).sizes.size(), 1u);
 
 		// a CPU mapping of the taken buffer cannot be moved
 		uint64_t offset = 0;

@@ -132,6 +132,21 @@ TEST(SharedBufferCensus, TheHolderThatMapsABufferIntoItsMemoryRestoresIt)
 	EXPECT_EQ(unmapped.restorer_of({ 9, 1 })->pid, 101);
 }
 
+TEST(SharedBufferCensus, BucketsOfOneGpuWithOneMmapOffsetAreOneBufferWhateverTheirDmabufs)
+{
+	// 6.1 hands out a new dma-buf at every export: the mmap offset still names the buffer
+	SharedBufferCensus census;
+	const BufferKey a = census.key_of({ 9, 1 }, 0x1000, 0x10000);
+	const BufferKey b = census.key_of({ 9, 2 }, 0x1000, 0x10000);
+	const BufferKey c = census.key_of({ 9, 3 }, 0x1000, 0x20000);
+	const BufferKey d = census.key_of({ 9, 4 }, 0x2000, 0x10000); // another GPU's offset
+	EXPECT_EQ(a, b);
+	EXPECT_NE(a, c);
+	EXPECT_NE(a, d);
+	EXPECT_EQ(census.key_of({ 9, 2 }, 0x1000, 0x10000), a) << "the same arguments, another key";
+	EXPECT_EQ(census.key_of(BufferKey { 9, 2 }), a) << "a dma-buf fd of it goes by another key";
+}
+
 TEST(SharedBufferCensus, SizesAreSaidInTheLargestWholeUnit)
 {
 	EXPECT_EQ(describe_size(64 * kMiB), "64 MiB (67108864 bytes)");
