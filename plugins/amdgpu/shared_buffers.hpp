@@ -137,7 +137,7 @@ private:
 
 // "4 MiB (4194304 bytes)".
 std::string describe_size(uint64_t bytes);
-// "pid 12 (GPU 0x1234 at 0x7f0000000000), pid 13 (fd 7)".
+// "pid 12 (VRAM on GPU 0x1234 at 0x7f0000000000), pid 13 (dma-buf fd 7)".
 std::string describe_holds(const std::vector<BufferHold> &holds);
 
 } // namespace amdgpu
