@@ -7,7 +7,7 @@ abi=""
 packages=(
 	# build
 	g++ make pkg-config criu libprotobuf-c-dev protobuf-c-compiler
-	libdrm-dev libnuma-dev
+	libdrm-dev libnuma-dev libxxhash-dev
 	# unit tests and benchmarks
 	googletest libgtest-dev libbenchmark-dev
 	# QEMU test bed (guest kernel comes as a package we download, not install; the trixie guest's

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
 // amdgpu-topology: shows the KFD topology the plugin sees, and which local GPU would take the
-// place of each GPU of a checkpoint (another node's topology tree, or criu images) on restore.
+// place of each GPU of a checkpoint (another node's topology tree, or criu images) on restore, and
+// checks a checkpoint's GPU images against their checksums.
 #include "error.hpp"
 #include "gpu_matcher.hpp"
 #include "image_store.hpp"
+#include "image_verify.hpp"
 #include "metadata_images.hpp"
 #include "options.hpp"
 #include "topology.hpp"
@@ -28,9 +30,11 @@ enum ExitCode {
 	kExitOk = 0,
 	kExitNoMapping = 1,
 	kExitUsage = 2,
+	kExitDamaged = 3,
 };
 
 const char *kUsage = "Usage: amdgpu-topology [--sysfs DIR] [--from DIR | --images DIR]\n"
+		     "       amdgpu-topology --verify DIR\n"
 		     "\n"
 		     "Prints the KFD topology of this node (or of the tree DIR) as the amdgpu CRIU plugin sees it:\n"
 		     "CPU and GPU nodes, gpu_ids, device ids, gfx targets, VRAM, render nodes, PCIe/xGMI links\n"
@@ -41,13 +45,17 @@ const char *kUsage = "Usage: amdgpu-topology [--sysfs DIR] [--from DIR | --image
 		     "                 prints how its GPUs would map onto the --sysfs topology on restore\n"
 		     "  --images DIR   a criu image directory: for every amdgpu-kfd-<id>.img in it, prints how\n"
 		     "                 the GPUs of the image would map onto the --sysfs topology on restore\n"
+		     "  --verify DIR   a criu image directory: checks every process's GPU images (kfd and pages)\n"
+		     "                 against the checksums the plugin wrote with them, as a restore would;\n"
+		     "                 needs no GPU\n"
 		     "  -h, --help     this text\n"
 		     "\n"
 		     "Matching honours KFD_FW_VER_CHECK, KFD_SDMA_FW_VER_CHECK, KFD_CACHES_COUNT_CHECK,\n"
 		     "KFD_NUM_GWS_CHECK, KFD_VRAM_SIZE_CHECK, KFD_NUMA_CHECK and KFD_CAPABILITY_CHECK like the\n"
 		     "plugin (0/no disables a check, 1/yes enables it).\n"
 		     "\n"
-		     "Exit status: 0 topology shown or mapping found, 1 no mapping, 2 usage or parse error.\n";
+		     "Exit status: 0 topology shown, mapping found or images intact, 1 no mapping, 2 usage or\n"
+		     "parse error, 3 an image is damaged or has no checksums.\n";
 
 std::string gfx_target(uint32_t version)
 {
@@ -146,16 +154,57 @@ bool print_mapping(const Topology &src, const std::string &src_name, const Topol
 	return true;
 }
 
-// The amdgpu-kfd-<id>.img files of an image directory, by id.
+unique_fd open_image_dir(const std::string &path)
+{
+	unique_fd dirfd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!dirfd)
+		fail_errno(errno, "cannot open %s", path.c_str());
+	return dirfd;
+}
+
+// Every process's images against their checksums; one line each.
+int verify_images(const std::string &dir)
+{
+	const unique_fd dirfd = open_image_dir(dir);
+	const std::vector<uint32_t> ids = kfd_image_ids(dirfd.get());
+	if (ids.empty())
+		fail(-ENOENT, "%s holds no amdgpu-kfd-<id>.img", dir.c_str());
+	bool intact = true;
+	for (uint32_t id : ids) {
+		const std::string name = kfd_image_name(id);
+		try {
+			const ImagesVerdict v = verify_process_images(ImageDir::files(dirfd.get()), id);
+			if (!v.has_sums) {
+				std::printf(
+					"%s: no %s (written by upstream's plugin, or by this one before checksums): "
+					"cannot be checked\n",
+					name.c_str(), sums_image_name(id).c_str());
+				intact = false;
+				continue;
+			}
+			const std::string chain = v.chain_bytes
+							  ? strprintf(", %.1f MiB of it read from earlier checkpoints",
+								      static_cast<double>(v.chain_bytes) / (1 << 20))
+							  : std::string();
+			std::printf("%s: intact (the kfd image and %zu blocks, %.1f MiB, of GPU memory in %zu pages "
+				    "images match their checksums%s)\n",
+				    name.c_str(), v.blocks, static_cast<double>(v.bytes) / (1 << 20),
+				    v.pages_images.size(), chain.c_str());
+		} catch (const Error &e) {
+			std::printf("%s: DAMAGED: %s\n", name.c_str(), e.what());
+			intact = false;
+		}
+	}
+	return intact ? kExitOk : kExitDamaged;
+}
+
 int run(int argc, char **argv)
 {
-	std::string sysfs(kDefaultTopologyDir), from, images;
+	std::string sysfs(kDefaultTopologyDir), from, images, verify;
 	static const option long_options[] = {
-		{ "sysfs", required_argument, nullptr, 's' },
-		{ "from", required_argument, nullptr, 't' },
-		{ "images", required_argument, nullptr, 'i' },
-		{ "help", no_argument, nullptr, 'h' },
-		{ nullptr, 0, nullptr, 0 },
+		{ "sysfs", required_argument, nullptr, 's' },  { "from", required_argument, nullptr, 't' },
+		{ "images", required_argument, nullptr, 'i' }, { "verify", required_argument, nullptr, 'v' },
+		{ "help", no_argument, nullptr, 'h' },	       { nullptr, 0, nullptr, 0 },
 	};
 	for (int c; (c = getopt_long(argc, argv, "h", long_options, nullptr)) != -1;) {
 		switch (c) {
@@ -168,6 +217,9 @@ int run(int argc, char **argv)
 		case 'i':
 			images = optarg;
 			break;
+		case 'v':
+			verify = optarg;
+			break;
 		case 'h':
 			std::printf(kUsage, std::string(kDefaultTopologyDir).c_str());
 			return kExitOk;
@@ -176,12 +228,14 @@ int run(int argc, char **argv)
 			return kExitUsage;
 		}
 	}
-	if (optind != argc || (!from.empty() && !images.empty())) {
+	if (optind != argc || (!from.empty() + !images.empty() + !verify.empty()) > 1) {
 		std::fprintf(stderr, kUsage, std::string(kDefaultTopologyDir).c_str());
 		return kExitUsage;
 	}
 
 	try {
+		if (!verify.empty())
+			return verify_images(verify);
 		const Topology local = parse_topology(sysfs);
 		if (from.empty() && images.empty()) {
 			print_topology(local, sysfs);
@@ -194,9 +248,7 @@ int run(int argc, char **argv)
 			return print_mapping(src, from, local, sysfs, policy) ? kExitOk : kExitNoMapping;
 		}
 
-		unique_fd dirfd(open(images.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-		if (!dirfd)
-			fail_errno(errno, "cannot open %s", images.c_str());
+		const unique_fd dirfd = open_image_dir(images);
 		const std::vector<uint32_t> ids = kfd_image_ids(dirfd.get());
 		if (ids.empty())
 			fail(-ENOENT, "%s holds no amdgpu-kfd-<id>.img", images.c_str());

@@ -5,6 +5,7 @@
 #include "error.hpp"
 #include "image_store.hpp"
 #include "log.hpp"
+#include "pages_blocks.hpp"
 #include "sdma_packets.hpp"
 #include "staging_memory.hpp"
 #include "transfer_plan.hpp"
@@ -155,7 +156,11 @@ private:
 	uint64_t total_ = 0;
 	uint64_t io_bytes_ = 0;
 	uint64_t zero_bytes_ = 0;
-	HoleMap holes_; // restoring: the image's
+	HoleMap holes_;			      // restoring: the image's
+	std::optional<PagesSink> sink_;	      // dumping
+	std::optional<BlockSummer> summer_;   // restoring
+	std::optional<ChainedPages> chained_; // restoring an image that takes blocks from the chain
+	uint64_t chain_bytes_ = 0;
 
 	std::vector<TransferChunk> plan_;
 	// Members die in reverse: every BO mapping must be undone through the device before the
@@ -177,14 +182,17 @@ void GpuWorker::complete(Slot &slot)
 	queue_->wait(slot.seq, engine_timeout_ns(c.len));
 	slot.chunk.reset();
 	if (dir_ == CopyDirection::to_image)
-		writer().write_sparse({ slot.memory.data(), static_cast<size_t>(c.len) });
+		sink_->put({ slot.memory.data(), static_cast<size_t>(c.len) }, writer());
 }
 
 ImageWriter &GpuWorker::writer()
 {
 	if (!writer_) {
 		turns_.wait(job_index_);
-		writer_.emplace(image_dir_, pages_image_name(kfd_id_, job_.image_gpu_id), total_);
+		// leaving blocks out, the image is as long as the blocks the chain lacks
+		const bool incremental = job_.chain && !job_.chain->empty();
+		writer_.emplace(image_dir_, pages_image_name(kfd_id_, job_.image_gpu_id), total_,
+				incremental ? ImageWriter::Sizing::at_most : ImageWriter::Sizing::exact);
 	}
 	return *writer_;
 }
@@ -194,12 +202,14 @@ ImageReader &GpuWorker::reader()
 	if (!reader_) {
 		turns_.wait(job_index_);
 		const std::string name = pages_image_name(kfd_id_, job_.image_gpu_id);
-		reader_.emplace(image_dir_, name, total_);
-		if (reader_->payload_size() != total_)
+		const uint64_t stored = chained_ ? job_.sums->stored_size : total_;
+		reader_.emplace(image_dir_, name, stored);
+		if (reader_->payload_size() != stored)
 			fail(-EINVAL, "image %s holds %llu bytes, but the GPU 0x%04x BOs it restores need %llu",
 			     name.c_str(), static_cast<unsigned long long>(reader_->payload_size()), job_.image_gpu_id,
-			     static_cast<unsigned long long>(total_));
-		holes_ = reader_->holes();
+			     static_cast<unsigned long long>(stored));
+		if (!chained_)
+			holes_ = reader_->holes();
 	}
 	return *reader_;
 }
@@ -207,6 +217,8 @@ ImageReader &GpuWorker::reader()
 void GpuWorker::finish_image()
 {
 	if (dir_ == CopyDirection::to_image) {
+		if (!sink_) // a GPU without BOs
+			sink_.emplace(job_.image_gpu_id, job_.sizes, job_.chain);
 		writer().finish();
 		io_bytes_ = writer_->stored();
 		zero_bytes_ = writer_->holes();
@@ -256,14 +268,36 @@ void GpuWorker::emit_from_image(Slot &slot, const TransferChunk &c, const Transf
 	const uint64_t staging_va = slot.staging.va() + p.slot_offset;
 	const uint64_t at = c.image_offset + p.slot_offset;
 	reader(); // opened at its turn, which finds its holes
+	if (chained_) {
+		for (const ChainedPages::Piece &piece : chained_->split(at, p.len)) {
+			const uint64_t d = piece.offset - at;
+			if (piece.from == ChainedPages::From::zeros) {
+				summer_->add_zeros(piece.len);
+				sdma::emit_const_fill(ib_, bo_va + d, 0, piece.len);
+				zero_bytes_ += piece.len;
+				continue;
+			}
+			const std::span<uint8_t> bytes { slot.memory.data() + p.slot_offset + d,
+							 static_cast<size_t>(piece.len) };
+			chained_->read(piece, *reader_, bytes);
+			summer_->add(bytes);
+			sdma::emit_copy_linear(ib_, staging_va + d, bo_va + d, piece.len);
+			(piece.from == ChainedPages::From::chain ? chain_bytes_ : io_bytes_) += piece.len;
+		}
+		return;
+	}
 	for (const Extent &e : holes_.split(at, p.len)) {
 		const uint64_t d = e.offset - at;
 		if (e.zero) {
 			reader().skip(e.len);
+			summer_->add_zeros(e.len);
 			sdma::emit_const_fill(ib_, bo_va + d, 0, e.len);
 			zero_bytes_ += e.len;
 		} else {
-			reader().read({ slot.memory.data() + p.slot_offset + d, static_cast<size_t>(e.len) });
+			const std::span<uint8_t> bytes { slot.memory.data() + p.slot_offset + d,
+							 static_cast<size_t>(e.len) };
+			reader().read(bytes);
+			summer_->add(bytes);
 			sdma::emit_copy_linear(ib_, staging_va + d, bo_va + d, e.len);
 			io_bytes_ += e.len;
 		}
@@ -351,6 +385,13 @@ CopyStats GpuWorker::run()
 		return stats;
 	}
 	if (total_) {
+		if (dir_ == CopyDirection::to_image) {
+			sink_.emplace(job_.image_gpu_id, job_.sizes, job_.chain);
+		} else {
+			summer_.emplace(job_.sizes);
+			if (job_.sums && !job_.sums->in_chain.empty())
+				chained_.emplace(*job_.sums, *job_.chain, pages_image_name(kfd_id_, job_.image_gpu_id));
+		}
 		const Ring ring = set_up();
 		stats.staging_bytes = ring.slots * ring.slot_size;
 		stats.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -365,6 +406,19 @@ CopyStats GpuWorker::run()
 		finish_image(); // every GPU has a pages image, empty or not, as upstream writes them
 	stats.io_bytes = io_bytes_;
 	stats.zero_bytes = zero_bytes_;
+	if (dir_ == CopyDirection::to_image) {
+		stats.sum_seconds = sink_->sum_seconds();
+		stats.sums = sink_->finish(*writer_);
+		stats.chain_bytes = sink_->chain_bytes();
+	} else {
+		stats.sums.gpu_id = job_.image_gpu_id;
+		stats.sums.bo_sizes = job_.sizes;
+		stats.chain_bytes = chain_bytes_;
+		if (summer_) {
+			stats.sum_seconds = summer_->seconds();
+			stats.sums.blocks = summer_->take_sums();
+		}
+	}
 	stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 	return stats;
 }
@@ -422,7 +476,7 @@ GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gp
 	job.numa_node = numa_node_of(topology, gpu_id);
 	for (size_t i = 0; i < bos.size(); i++) {
 		const kfd_criu_bo_bucket &bo = bos[i];
-		if (bo.gpu_id != image_gpu_id || !(bo.alloc_flags & kfd::kContentMemFlags) || !bo.size)
+		if (bo.gpu_id != image_gpu_id || !kfd::holds_contents(bo.alloc_flags, bo.size))
 			continue;
 		if (i < elsewhere.size() && elsewhere[i])
 			continue;
@@ -431,6 +485,7 @@ GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gp
 			     static_cast<unsigned long long>(bo.size), static_cast<unsigned long long>(bo.addr));
 		job.dmabuf_fds.push_back(static_cast<int>(bo.dmabuf_fd));
 		job.sizes.push_back(bo.size);
+		job.addrs.push_back(bo.addr);
 	}
 	return job;
 }
@@ -453,12 +508,16 @@ std::string describe(const CopyStats &s)
 	const double mib = static_cast<double>(s.bytes) / (1 << 20);
 	const double mbps = s.seconds > 0 ? static_cast<double>(s.bytes) / 1e6 / s.seconds : 0;
 	const bool dump = s.direction == CopyDirection::to_image;
-	return strprintf("GPU 0x%04x: %.1f MiB in %.3f s (%.0f MB/s), %.1f MiB %s, %.1f MiB of zeros %s, "
-			 "%.1f MiB staging, setup %.3f s",
-			 s.gpu_id, mib, s.seconds, mbps, static_cast<double>(s.io_bytes) / (1 << 20),
-			 dump ? "written" : "read", static_cast<double>(s.zero_bytes) / (1 << 20),
-			 dump ? "left as holes" : "filled by the engine",
-			 static_cast<double>(s.staging_bytes) / (1 << 20), s.setup_seconds);
+	const std::string chain = s.chain_bytes ? strprintf(", %.1f MiB %s earlier checkpoints",
+							    static_cast<double>(s.chain_bytes) / (1 << 20),
+							    dump ? "unchanged, left to" : "read from")
+						: std::string();
+	return strprintf(
+		"GPU 0x%04x: %.1f MiB in %.3f s (%.0f MB/s), %.1f MiB %s, %.1f MiB of zeros %s, "
+		"%.1f MiB staging, setup %.3f s, checksums %.3f s%s",
+		s.gpu_id, mib, s.seconds, mbps, static_cast<double>(s.io_bytes) / (1 << 20), dump ? "written" : "read",
+		static_cast<double>(s.zero_bytes) / (1 << 20), dump ? "left as holes" : "filled by the engine",
+		static_cast<double>(s.staging_bytes) / (1 << 20), s.setup_seconds, s.sum_seconds, chain.c_str());
 }
 
 std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,

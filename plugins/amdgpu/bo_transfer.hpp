@@ -7,9 +7,15 @@
 // registered with the GPU once, lets the engine fill buffer k+1 while buffer k is written to the
 // image (dump), or the image read of k+1 overlap the engine's write of k (restore). Host memory is
 // the ring, bounded by KFD_MAX_BUFFER_SIZE per GPU, whatever the size of a BO or of VRAM. Zeros
-// are neither written nor read: holes in the image, filled by the engine (sparse_pages.hpp).
+// are neither written nor read: holes in the image, filled by the engine (sparse_pages.hpp). Every
+// block of a GPU's pages is summed as it passes through staging (image_checksums.hpp): the dump's
+// sums go to the sums image, the restore's are checked against them. Given the images of earlier
+// checkpoints (image_chain.hpp), a dump leaves out the blocks they hold and a restore reads those
+// from them (pages_blocks.hpp).
 #pragma once
 
+#include "image_chain.hpp"
+#include "image_checksums.hpp"
 #include "image_store.hpp"
 #include "kfd_ioctl.hpp"
 #include "topology.hpp"
@@ -28,6 +34,11 @@ struct GpuCopyJob {
 	int numa_node = -1;	     // where the staging memory goes; -1 = anywhere
 	std::vector<int> dmabuf_fds; // borrowed; same order as sizes, the image order
 	std::vector<uint64_t> sizes;
+	std::vector<uint64_t> addrs; // the BOs' addresses in the process, for messages
+	// The earlier checkpoints (may be null). Dumping: blocks they hold are left out. Restoring:
+	// `sums` (the dump's sums of this GPU) say which blocks are read from them.
+	const ImageChain *chain = nullptr;
+	const PagesSums *sums = nullptr;
 };
 
 enum class CopyDirection {
@@ -44,6 +55,10 @@ struct CopyStats {
 	double seconds = 0;
 	double setup_seconds = 0; // device, plan and queue, before the first chunk
 	uint64_t staging_bytes = 0;
+	uint64_t chain_bytes = 0; // left out of the image (dump) or read from the chain (restore)
+	double sum_seconds = 0;	  // of `seconds`, spent summing the blocks (image_checksums.hpp)
+	// The sums of the bytes that passed (block_grid(job.sizes)); dumping, of the image written.
+	PagesSums sums;
 };
 
 // The copy job of one GPU: its VRAM/GTT BOs among the KFD's buckets (which name GPUs by the id
@@ -58,8 +73,9 @@ GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gp
 int numa_node_of(const Topology &topology, uint32_t gpu_id);
 
 // One log line's worth: "GPU 0x4f1e: 1024.0 MiB in 1.250 s (859 MB/s), 204.8 MiB written,
-// 819.2 MiB of zeros left as holes, 64.0 MiB staging, setup 0.004 s" (restoring: read, zeros
-// filled by the engine).
+// 819.2 MiB of zeros left as holes, 64.0 MiB staging, setup 0.004 s, checksums 0.041 s"
+// (restoring: read, zeros filled by the engine), then what earlier checkpoints hold: ", 512.0 MiB
+// unchanged, left to earlier checkpoints" (restoring: read from).
 std::string describe(const CopyStats &stats);
 
 // Runs one worker per job. After every worker has stopped, throws the first failure of a GPU's

@@ -178,8 +178,10 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 	const std::map<uint32_t, uint32_t> actual_to_user = user_gpu_ids(cp);
 	const std::vector<BoShare> shares = taken ? shares_of(taken->taken_for, cp) : std::vector<BoShare> {};
 	try {
-		write_kfd_image(id, cp, actual_to_user, shares);
-		save_contents(id, cp, shares);
+		ImageSums sums;
+		sums.kfd = write_kfd_image(id, cp, actual_to_user, shares);
+		sums.pages = save_contents(id, cp, shares);
+		write_image_sums(image_dir_, id, sums);
 	} catch (...) {
 		remove_images(id, cp);
 		throw;
@@ -404,20 +406,21 @@ std::map<uint32_t, uint32_t> DumpSession::user_gpu_ids(const Checkpoint &cp)
 	return actual_to_user;
 }
 
-void DumpSession::write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user,
-				  std::span<const BoShare> shares)
+Digest DumpSession::write_kfd_image(uint32_t id, const Checkpoint &cp,
+				    const std::map<uint32_t, uint32_t> &actual_to_user, std::span<const BoShare> shares)
 {
 	const HsakmtShm shm = probe_hsakmt_shm();
 	const DeviceEntries devices(local_topology(), &actual_to_user);
-	amdgpu::write_kfd_image(image_dir_, id,
-				{ .pid = cp.info.pid,
-				  .num_objects = cp.info.num_objects,
-				  .bos = cp.bos,
-				  .shares = shares,
-				  .priv_data = cp.priv,
-				  .devices = &devices,
-				  .shared_mem_size = shm.size,
-				  .shared_mem_magic = shm.magic });
+	const std::vector<uint8_t> payload = pack_kfd_image({ .pid = cp.info.pid,
+							      .num_objects = cp.info.num_objects,
+							      .bos = cp.bos,
+							      .shares = shares,
+							      .priv_data = cp.priv,
+							      .devices = &devices,
+							      .shared_mem_size = shm.size,
+							      .shared_mem_magic = shm.magic });
+	write_image(image_dir_, kfd_image_name(id), payload);
+	return digest_of(payload);
 }
 
 std::vector<BoShare> DumpSession::shares_of(pid_t host_pid, const Checkpoint &cp)
@@ -461,7 +464,7 @@ int DumpSession::render_fd(uint32_t gpu_id)
 	return render_fds_.emplace(gpu_id, std::move(fd)).first->second.get();
 }
 
-void DumpSession::save_contents(uint32_t id, const Checkpoint &cp, std::span<const BoShare> shares)
+std::vector<PagesSums> DumpSession::save_contents(uint32_t id, const Checkpoint &cp, std::span<const BoShare> shares)
 {
 	// One pages file per GPU of the process (empty when it has no VRAM/GTT), as upstream writes
 	// them, holding that GPU's BOs in bucket order. BOs carry the id the process knows.
@@ -471,10 +474,40 @@ void DumpSession::save_contents(uint32_t id, const Checkpoint &cp, std::span<con
 			copy_job(local_topology(), dev.user_gpu_id, dev.actual_gpu_id, cp.bos, taken_elsewhere(shares));
 		if (!job.sizes.empty())
 			job.render_fd = render_fd(dev.actual_gpu_id);
+		if (!chain().empty()) {
+			job.chain = &chain();
+			if (!job.sizes.empty() && !chain().has_gpu(dev.user_gpu_id))
+				pr_info("pid %u: the earlier checkpoints hold nothing of GPU 0x%04x (they were dumped "
+					"with "
+					"other GPUs): its memory is written whole",
+					cp.info.pid, dev.user_gpu_id);
+		}
 		jobs.push_back(std::move(job));
 	}
-	for (const CopyStats &s : copier_.copy(CopyDirection::to_image, jobs, image_dir_, id, options_.max_buffer_size))
+	std::vector<CopyStats> stats =
+		copier_.copy(CopyDirection::to_image, jobs, image_dir_, id, options_.max_buffer_size);
+	std::vector<PagesSums> sums;
+	for (CopyStats &s : stats) {
 		pr_info("pid %u: saved %s", cp.info.pid, describe(s).c_str());
+		sums.push_back(std::move(s.sums));
+	}
+	return sums;
+}
+
+// criu's `parent` chain (--prev-images-dir), looked at once per dump.
+const ImageChain &DumpSession::chain()
+{
+	if (chain_)
+		return *chain_;
+	chain_.emplace(image_dir_.streamed() ? ImageChain() : ImageChain::below(image_dir_.dirfd()));
+	if (!chain_->empty())
+		pr_info("incremental dump: %zu earlier checkpoints hold %llu blocks of GPU memory, which are not "
+			"written again%s%s",
+			chain_->depth(), static_cast<unsigned long long>(chain_->blocks()),
+			chain_->cut_short().empty() ? "" : "; ", chain_->cut_short().c_str());
+	else if (!chain_->cut_short().empty())
+		pr_warn("%s: GPU memory is dumped whole", chain_->cut_short().c_str());
+	return *chain_;
 }
 
 // A failed dump leaves no image of this file for a restore to trust.
@@ -483,6 +516,7 @@ void DumpSession::remove_images(uint32_t id, const Checkpoint &cp)
 	image_dir_.remove(kfd_image_name(id));
 	for (const auto &dev : cp.devices)
 		image_dir_.remove(pages_image_name(id, dev.user_gpu_id));
+	image_dir_.remove(sums_image_name(id));
 }
 
 void DumpSession::dump_render_node(uint32_t id, unsigned int minor)

@@ -4,11 +4,14 @@
 //
 // For each /dev/kfd file criu hands over, the process's queues are paused (PROCESS_INFO), its
 // state is taken (CHECKPOINT) and written as amdgpu-kfd-<id>.img with the topology of the GPUs the
-// process can use. The queues stay paused until the whole dump is over, so that no GPU write can
-// race criu's copy of host memory; finish() then resumes them on every path where the task lives
-// on (--leave-running, a failure here or anywhere later in criu). While they are paused a guard
-// process (dump_guard.hpp) stands ready to resume them should criu die. Render-node files become
-// amdgpu-renderD-<id>.img naming their GPU.
+// process can use, its BO contents as one amdgpu-pages-<id>-<gpu>.img per GPU, and the checksums
+// of both as amdgpu-sums-<id>.img (image_checksums.hpp); given criu's `parent` chain, blocks of
+// GPU memory an earlier checkpoint holds are not written again (image_chain.hpp). The queues stay
+// paused until the whole dump is over, so that no GPU write can race criu's copy of host memory;
+// finish() then resumes them on every path where the task lives on (--leave-running, a failure
+// here or anywhere later in criu). While they are paused a guard process (dump_guard.hpp) stands
+// ready to resume them should criu die. Render-node files become amdgpu-renderD-<id>.img naming
+// their GPU.
 //
 // GPU memory shared between processes (shared_buffers.hpp). criu 4.1 and newer let the session
 // look at every task of the tree before anything is written (CHECKPOINT_DEVICES, after criu froze
@@ -27,6 +30,8 @@
 #include "bo_transfer.hpp"
 #include "dump_guard.hpp"
 #include "gpu_driver.hpp"
+#include "image_chain.hpp"
+#include "image_checksums.hpp"
 #include "image_store.hpp"
 #include "kfd_ioctl.hpp"
 #include "metadata_images.hpp"
@@ -114,9 +119,11 @@ private:
 	// How each BO of `cp` is shared (none: nothing of it is).
 	std::vector<BoShare> shares_of(pid_t host_pid, const Checkpoint &cp);
 	std::map<uint32_t, uint32_t> user_gpu_ids(const Checkpoint &cp);
-	void write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user,
-			     std::span<const BoShare> shares);
-	void save_contents(uint32_t id, const Checkpoint &cp, std::span<const BoShare> shares);
+	// Both return the sums of what they wrote (image_checksums.hpp).
+	Digest write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user,
+			       std::span<const BoShare> shares);
+	std::vector<PagesSums> save_contents(uint32_t id, const Checkpoint &cp, std::span<const BoShare> shares);
+	const ImageChain &chain();
 	void remove_images(uint32_t id, const Checkpoint &cp);
 	int render_fd(uint32_t gpu_id);
 	void resume(PausedProcess &p);
@@ -132,6 +139,7 @@ private:
 	std::map<uint32_t, unique_fd> render_fds_; // by gpu_id, for the copy engine
 	// actual gpu_id -> the gpu_id the dumped processes know it by (they differ after a migration).
 	std::map<uint32_t, uint32_t> user_gpu_ids_;
+	std::optional<ImageChain> chain_; // earlier checkpoints (image_chain.hpp)
 	SharedBufferCensus census_;
 	bool census_closed_ = false;
 	bool warned_uncharged_ = false;

@@ -64,7 +64,10 @@ std::string kfd_image_name(uint32_t id)
 	return strprintf("amdgpu-kfd-%u.img", id);
 }
 
-std::vector<uint32_t> kfd_image_ids(int dirfd)
+namespace {
+
+// The ids of the images named `format` (one %u, then ".img") in a directory, sorted.
+std::vector<uint32_t> image_ids(int dirfd, const char *format)
 {
 	// A new open of the directory: the caller's fd (criu's) keeps its offset.
 	const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -80,11 +83,23 @@ std::vector<uint32_t> kfd_image_ids(int dirfd)
 	while (const dirent *de = readdir(dir.get())) {
 		unsigned int id;
 		int end = 0;
-		if (sscanf(de->d_name, "amdgpu-kfd-%u.img%n", &id, &end) == 1 && end && !de->d_name[end])
+		if (sscanf(de->d_name, format, &id, &end) == 1 && end && !de->d_name[end])
 			ids.push_back(id);
 	}
 	std::sort(ids.begin(), ids.end());
 	return ids;
+}
+
+} // namespace
+
+std::vector<uint32_t> kfd_image_ids(int dirfd)
+{
+	return image_ids(dirfd, "amdgpu-kfd-%u.img%n");
+}
+
+std::vector<uint32_t> sums_image_ids(int dirfd)
+{
+	return image_ids(dirfd, "amdgpu-sums-%u.img%n");
 }
 
 std::string pages_image_name(uint32_t id, uint32_t gpu_id)
@@ -100,6 +115,11 @@ std::string render_image_name(uint32_t id)
 std::string dmabuf_image_name(uint32_t id)
 {
 	return strprintf("amdgpu-dmabuf_%u.img", id);
+}
+
+std::string sums_image_name(uint32_t id)
+{
+	return strprintf("amdgpu-sums-%u.img", id);
 }
 
 unique_fd ImageDir::create(const std::string &name) const
@@ -142,11 +162,14 @@ void ImageDir::remove(const std::string &name) const noexcept
 		(void)unlinkat(dirfd_, name.c_str(), 0);
 }
 
-ImageWriter::ImageWriter(const ImageDir &dir, std::string name, uint64_t payload_size)
-    : fd_(dir.create(name)), name_(std::move(name)), size_(payload_size)
+ImageWriter::ImageWriter(const ImageDir &dir, std::string name, uint64_t payload_size, Sizing sizing)
+    : fd_(dir.create(name)), name_(std::move(name)), size_(payload_size), sizing_(sizing)
 {
 	struct stat st;
 	regular_ = !fstat(fd_.get(), &st) && S_ISREG(st.st_mode);
+	if (sizing_ == Sizing::at_most && !regular_)
+		fail(-EINVAL, "image %s: its size is known only at its end, and a stream cannot go back to write it",
+		     name_.c_str());
 	uint8_t header[kFrameHeaderSize];
 	static_assert(sizeof(size_) == kFrameHeaderSize);
 	std::memcpy(header, &size_, sizeof(header));
@@ -188,6 +211,13 @@ void ImageWriter::write_sparse(std::span<const uint8_t> bytes)
 
 void ImageWriter::finish()
 {
+	if (sizing_ == Sizing::at_most && written_ != size_) {
+		size_ = written_;
+		uint8_t header[kFrameHeaderSize];
+		std::memcpy(header, &size_, sizeof(header));
+		if (pwrite(fd_.get(), header, sizeof(header), 0) != static_cast<ssize_t>(sizeof(header)))
+			fail_errno(errno, "image %s: cannot write its size", name_.c_str());
+	}
 	if (written_ != size_)
 		fail(-EIO, "image %s: %llu of %llu payload bytes written", name_.c_str(),
 		     static_cast<unsigned long long>(written_), static_cast<unsigned long long>(size_));
@@ -274,6 +304,29 @@ void ImageReader::skip(uint64_t n)
 		fail_errno(errno, "image %s: cannot skip a hole at payload byte %llu", name_.c_str(),
 			   static_cast<unsigned long long>(consumed_));
 	consumed_ += n;
+}
+
+void ImageReader::read_at(uint64_t offset, std::span<uint8_t> bytes) const
+{
+	if (!regular_)
+		fail(-EINVAL, "image %s: a stream is read front to back", name_.c_str());
+	if (offset > size_ || bytes.size() > size_ - offset)
+		fail(-EINVAL, "image %s: reading past its %llu-byte payload", name_.c_str(),
+		     static_cast<unsigned long long>(size_));
+	size_t done = 0;
+	while (done < bytes.size()) {
+		const ssize_t n = pread(fd_.get(), bytes.data() + done, bytes.size() - done,
+					static_cast<off_t>(kFrameHeaderSize + offset + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail_errno(errno, "image %s: cannot read payload byte %llu", name_.c_str(),
+				   static_cast<unsigned long long>(offset + done));
+		if (n == 0)
+			fail(-EINVAL, "image %s is truncated at payload byte %llu", name_.c_str(),
+			     static_cast<unsigned long long>(offset + done));
+		done += static_cast<size_t>(n);
+	}
 }
 
 void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload)

@@ -25,8 +25,10 @@ std::string kfd_image_name(uint32_t id);		    // amdgpu-kfd-<id>.img
 std::string pages_image_name(uint32_t id, uint32_t gpu_id); // amdgpu-pages-<id>-<gpuid %04x>.img
 std::string render_image_name(uint32_t id);		    // amdgpu-renderD-<id>.img
 std::string dmabuf_image_name(uint32_t id);		    // amdgpu-dmabuf_<id>.img (upstream's underscore)
+std::string sums_image_name(uint32_t id);		    // amdgpu-sums-<id>.img (ours: image_checksums.hpp)
 // The ids of the amdgpu-kfd-<id>.img in a directory (images of processes with GPU state), sorted.
 std::vector<uint32_t> kfd_image_ids(int dirfd);
+std::vector<uint32_t> sums_image_ids(int dirfd); // the same of amdgpu-sums-<id>.img
 
 // Where the plugin's images go and come from. Normally files in criu's image directory. With
 // `criu --stream`, criu's image streamer: each image is a pipe handed out once, read or written
@@ -67,14 +69,19 @@ private:
 // pieces; finish() verifies that exactly the announced size was written.
 class ImageWriter {
 public:
-	ImageWriter(const ImageDir &dir, std::string name, uint64_t payload_size);
+	// `exact`: the payload is `payload_size` bytes. `at_most`: it is up to `payload_size` bytes, and
+	// finish() writes the header again with the bytes written (a regular file only: a stream
+	// cannot go back; an incremental pages image, whose size is known only at its end).
+	enum class Sizing { exact, at_most };
+	ImageWriter(const ImageDir &dir, std::string name, uint64_t payload_size, Sizing sizing = Sizing::exact);
 	void write(std::span<const uint8_t> bytes);
 	// Like write(), but into a regular file the blocks of zeros become holes (sparse_pages.hpp);
 	// a stream gets every byte.
 	void write_sparse(std::span<const uint8_t> bytes);
 	void finish();
 	const std::string &name() const { return name_; }
-	uint64_t stored() const { return stored_; } // payload bytes actually written
+	uint64_t written() const { return written_; } // payload bytes so far, holes included
+	uint64_t stored() const { return stored_; }   // payload bytes actually written
 	uint64_t holes() const { return written_ - stored_; }
 
 private:
@@ -83,6 +90,7 @@ private:
 	unique_fd fd_;
 	std::string name_;
 	uint64_t size_;
+	Sizing sizing_;
 	uint64_t written_ = 0; // payload bytes accounted for, holes included
 	uint64_t stored_ = 0;
 	bool regular_ = false;
@@ -101,6 +109,8 @@ public:
 	HoleMap holes() const;
 	// Moves past `n` payload bytes of a hole without reading them (a stream has none: holes()).
 	void skip(uint64_t n);
+	// Reads at a payload offset, wherever the reader stands (a regular file only).
+	void read_at(uint64_t offset, std::span<uint8_t> bytes) const;
 	const std::string &name() const { return name_; }
 
 private:

@@ -19,6 +19,11 @@ inline constexpr uint32_t kMinMinor = 8;
 // BOs whose contents the plugin copies (the others are user memory criu dumps itself, or
 // apertures without contents).
 inline constexpr uint32_t kContentMemFlags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT;
+// Whether a BO's contents go through the pages image of its GPU.
+inline constexpr bool holds_contents(uint32_t alloc_flags, uint64_t size)
+{
+	return (alloc_flags & kContentMemFlags) && size;
+}
 
 struct Version {
 	uint32_t major = 0;

@@ -130,11 +130,6 @@ std::vector<BoShare> bo_shares(const CriuKfd &msg, const std::string &image)
 	return shares;
 }
 
-void write_kfd_image(const ImageDir &dir, uint32_t id, const KfdImageParts &parts)
-{
-	write_image(dir, kfd_image_name(id), pack_kfd_image(parts));
-}
-
 std::vector<uint8_t> pack(const CriuKfd &msg)
 {
 	std::vector<uint8_t> out(criu_kfd__get_packed_size(&msg));

@@ -67,7 +67,6 @@ struct KfdImageParts {
 // The criu_kfd message of `parts`, packed: upstream's fields, every BO with no GEM handle (KFD's
 // BOs are not render-node GEM objects) unless it is shared, and then the buffer's number.
 std::vector<uint8_t> pack_kfd_image(const KfdImageParts &parts);
-void write_kfd_image(const ImageDir &dir, uint32_t id, const KfdImageParts &parts);
 
 void write_criu_kfd(const ImageDir &dir, uint32_t id, const CriuKfd &msg);
 CriuKfdPtr read_criu_kfd(const ImageDir &dir, uint32_t id);

@@ -192,7 +192,13 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 {
 	const auto start = std::chrono::steady_clock::now();
 	const std::string image = kfd_image_name(id);
-	const CriuKfdPtr msg = read_criu_kfd(kfd_image);
+	const std::vector<uint8_t> payload = read_payload(kfd_image);
+	// From files the sums are read first, so that a damaged kfd image is refused before anything
+	// trusts it; through a stream they come after the pages, where the dump wrote them.
+	std::optional<ImageSums> sums;
+	if (!image_dir_.streamed())
+		sums = read_sums(id, payload);
+	const CriuKfdPtr msg = unpack_criu_kfd(payload, image);
 	fd_floor(msg->pid);
 	enlist();
 	unique_fd kfd = open_kfd();
@@ -205,7 +211,10 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	const std::vector<BoShare> shares = bo_shares(*msg, image);
 	const std::vector<unique_fd> dmabufs = restore_state(kfd.get(), devices, bos, priv, *msg, image);
 	offer_shared_buffers(bos, shares);
-	restore_contents(id, msg->pid, map, bos, shares);
+	const std::vector<GpuContents> contents = restore_contents(id, msg->pid, map, bos, shares, sums);
+	if (image_dir_.streamed())
+		sums = read_sums(id, payload);
+	check_contents(id, msg->pid, sums, contents);
 	take_shared_buffers(kfd.get(), *msg, bos, shares, image);
 	remember_mappings(map, bos, shares);
 	close_unused_render_fds(map);
@@ -277,8 +286,10 @@ std::vector<unique_fd> RestoreSession::restore_state(int kfd, std::span<kfd_criu
 // Contents go back before criu maps anything and long before the queues resume. The copies run
 // through render files of their own: their temporary GPU mappings then live in a VM of their own
 // and cannot collide with the task's BOs in the VM KFD just restored.
-void RestoreSession::restore_contents(uint32_t id, uint32_t pid, const GpuMap &map,
-				      std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares)
+std::vector<RestoreSession::GpuContents> RestoreSession::restore_contents(uint32_t id, uint32_t pid, const GpuMap &map,
+									  std::span<const kfd_criu_bo_bucket> bos,
+									  std::span<const BoShare> shares,
+									  const std::optional<ImageSums> &sums)
 {
 	std::vector<bool> elsewhere; // taken buffers: their restorer fills them
 	for (const BoShare &s : shares)
@@ -289,12 +300,70 @@ void RestoreSession::restore_contents(uint32_t id, uint32_t pid, const GpuMap &m
 		GpuCopyJob job = copy_job(local_topology(), user, actual, bos, elsewhere);
 		if (!job.sizes.empty())
 			job.render_fd = copy_fds.emplace_back(open_render_node(actual)).get();
+		if (const PagesSums *dumped = sums ? sums->pages_of(user) : nullptr;
+		    dumped && !dumped->in_chain.empty()) {
+			job.sums = dumped;
+			job.chain = &chain();
+		}
 		jobs.push_back(std::move(job));
 	}
-	for (const CopyStats &s :
-	     copier_.copy(CopyDirection::from_image, jobs, image_dir_, id, options_.max_buffer_size))
-		if (s.bytes)
-			pr_info("pid %u: restored %s", pid, describe(s).c_str());
+	std::vector<CopyStats> stats =
+		copier_.copy(CopyDirection::from_image, jobs, image_dir_, id, options_.max_buffer_size);
+	std::vector<GpuContents> contents;
+	for (size_t i = 0; i < jobs.size(); i++) {
+		if (stats[i].bytes)
+			pr_info("pid %u: restored %s", pid, describe(stats[i]).c_str());
+		contents.push_back({ jobs[i].image_gpu_id, std::move(jobs[i].sizes), std::move(jobs[i].addrs),
+				     std::move(stats[i].sums.blocks) });
+	}
+	return contents;
+}
+
+// criu's `parent` chain, for images that take blocks from it; looked at once per task.
+const ImageChain &RestoreSession::chain()
+{
+	if (!chain_) {
+		chain_.emplace(ImageChain::below(image_dir_.dirfd()));
+		if (!chain_->cut_short().empty())
+			pr_warn("%s", chain_->cut_short().c_str());
+	}
+	return *chain_;
+}
+
+std::optional<ImageSums> RestoreSession::read_sums(uint32_t id, std::span<const uint8_t> kfd_payload)
+{
+	std::optional<ImageSums> sums = read_image_sums(image_dir_, id);
+	if (sums)
+		check_kfd_digest(*sums, kfd_payload, kfd_image_name(id), sums_image_name(id));
+	return sums;
+}
+
+// Before the queues can resume: every block read back is the block the dump summed.
+void RestoreSession::check_contents(uint32_t id, uint32_t pid, const std::optional<ImageSums> &sums,
+				    std::span<const GpuContents> contents)
+{
+	if (!sums) {
+		pr_warn("pid %u: the images have no %s (upstream's plugin, or this one before checksums, wrote "
+			"them): GPU contents restored unverified",
+			pid, sums_image_name(id).c_str());
+		return;
+	}
+	size_t blocks = 0;
+	for (const GpuContents &gpu : contents) {
+		const std::string pages = pages_image_name(id, gpu.image_gpu_id);
+		const PagesSums *dumped = sums->pages_of(gpu.image_gpu_id);
+		if (!dumped)
+			fail(-EBADMSG,
+			     "image %s has no checksums of GPU 0x%04x, whose BOs %s holds; the restore is refused",
+			     sums_image_name(id).c_str(), gpu.image_gpu_id, pages.c_str());
+		check_pages_sums(*dumped, gpu.restored, gpu.sizes, gpu.addrs, pages);
+		blocks += gpu.restored.size();
+	}
+	if (sums->pages.size() != contents.size())
+		fail(-EBADMSG, "image %s has checksums of %zu GPUs, but %s names %zu; the restore is refused",
+		     sums_image_name(id).c_str(), sums->pages.size(), kfd_image_name(id).c_str(), contents.size());
+	pr_info("pid %u: %s and %zu blocks of GPU memory match their checksums", pid, kfd_image_name(id).c_str(),
+		blocks);
 }
 
 // Shared buffers this task restores: the other holders may take them from now on.

@@ -27,6 +27,12 @@
 // moved (KFD's import does not say where the buffer would be mapped): criu's request to map it
 // fails the restore, naming it; the dump makes the one holder that maps a buffer its restorer.
 //
+// What is restored is what was dumped (image_checksums.hpp): the kfd image's payload and every block
+// of GPU memory read back are checked against the dump's sums before the restore goes on, and a
+// mismatch fails it naming the image, GPU, BO and offset. Images without sums restore unverified,
+// with a warning. Blocks an incremental dump left to earlier checkpoints are read from criu's
+// `parent` chain (image_chain.hpp) and checked the same way.
+//
 // Nothing of the plugin's stays in the task. KFD keeps its own reference to each GPU's render file
 // once RESTORE succeeded, so the render fds of GPUs the task does not use are closed right away.
 // The others are needed until criu maps the task's BOs, which DRM allows only through the file
@@ -41,6 +47,8 @@
 #include "device_files.hpp"
 #include "gpu_driver.hpp"
 #include "gpu_matcher.hpp"
+#include "image_chain.hpp"
+#include "image_checksums.hpp"
 #include "kfd_priv_data.hpp"
 #include "metadata_images.hpp"
 #include "options.hpp"
@@ -107,8 +115,23 @@ private:
 	std::vector<unique_fd> restore_state(int kfd, std::span<kfd_criu_device_bucket> devices,
 					     std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv,
 					     const CriuKfd &msg, const std::string &image);
-	void restore_contents(uint32_t id, uint32_t pid, const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos,
-			      std::span<const BoShare> shares);
+	// What a GPU's copy read back, block by block (image_checksums.hpp).
+	struct GpuContents {
+		uint32_t image_gpu_id = 0;
+		std::vector<uint64_t> sizes; // of the BOs of its pages image
+		std::vector<uint64_t> addrs;
+		std::vector<BlockSum> restored;
+	};
+	// `sums` (read before, from files) say which blocks come from earlier checkpoints.
+	std::vector<GpuContents> restore_contents(uint32_t id, uint32_t pid, const GpuMap &map,
+						  std::span<const kfd_criu_bo_bucket> bos,
+						  std::span<const BoShare> shares,
+						  const std::optional<ImageSums> &sums);
+	const ImageChain &chain();
+	// The sums image if there is one, the kfd image's payload checked against it.
+	std::optional<ImageSums> read_sums(uint32_t id, std::span<const uint8_t> kfd_payload);
+	void check_contents(uint32_t id, uint32_t pid, const std::optional<ImageSums> &sums,
+			    std::span<const GpuContents> contents);
 	void offer_shared_buffers(std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares);
 	// A dma-buf of shared buffer `number`, waiting for its restorer's offer up to take_timeout_ms.
 	unique_fd take_buffer(uint32_t number);
@@ -151,6 +174,7 @@ private:
 	ContentCopier &copier_;
 	pid_t owner_;
 	std::optional<Topology> local_;
+	std::optional<ImageChain> chain_; // earlier checkpoints (image_chain.hpp)
 	std::optional<GpuMap> map_;
 	bool searched_own_image_ = false;
 	std::map<uint32_t, CriuRenderNodePtr> retried_render_; // by file id: read, set aside for a retry

@@ -2,6 +2,7 @@
 //
 // Writes the seed corpora of the harnesses (test/fuzz/corpus/<harness>/) with the plugin's own
 // writers: `make fuzz-seeds`. The seeds are small and checked in; libFuzzer grows its own copy.
+#include "image_checksums.hpp"
 #include "image_store.hpp"
 #include "metadata_images.hpp"
 #include "topology.hpp"
@@ -98,6 +99,35 @@ std::string render_image(uint32_t gpu_id, uint32_t minor)
 	return image_bytes(render_image_name(1), [&](const ImageDir &dir) { write_criu_render_node(dir, 1, msg); });
 }
 
+// Sums of a process on two GPUs: one with a 3 MiB BO, one without BOs.
+std::string sums_image()
+{
+	ImageSums sums;
+	sums.kfd = digest_of(std::vector<uint8_t>(16, 0));
+	std::vector<uint8_t> data(kSumBlock, 0x5a);
+	sums.pages.push_back({ 0x4f1e,
+			       3 * kSumBlock,
+			       { 3 * kSumBlock },
+			       { { true, {} }, { false, digest_of(data) }, { true, {} } },
+			       {} });
+	sums.pages.push_back({ 0x7e2a, 0, {}, {}, {} });
+	return image_bytes(sums_image_name(1), [&](const ImageDir &dir) { write_image_sums(dir, 1, sums); });
+}
+
+// The same, dumped incrementally: the middle block is left to an earlier checkpoint.
+std::string incremental_sums_image()
+{
+	ImageSums sums;
+	sums.kfd = digest_of(std::vector<uint8_t>(16, 0));
+	std::vector<uint8_t> data(kSumBlock, 0x5a);
+	sums.pages.push_back({ 0x4f1e,
+			       2 * kSumBlock,
+			       { 3 * kSumBlock },
+			       { { true, {} }, { false, digest_of(data) }, { true, {} } },
+			       { false, true, false } });
+	return image_bytes(sums_image_name(1), [&](const ImageDir &dir) { write_image_sums(dir, 1, sums); });
+}
+
 // The files of a sysfs tree, in the order fuzz_sysfs_topology replaces them, NUL-separated.
 std::string sysfs_tree(const fs::path &base)
 {
@@ -133,6 +163,8 @@ int main(int argc, char **argv)
 	for (const char *name : { "mi210-2gpu-pcie", "mi100-1gpu", "mi210-2gpu-cgroup-hidden", "mi250x-4card" })
 		save(out / "kfd_image" / name, kfd_image(parse_topology(kFixtures / name)));
 	save(out / "render_image" / "renderD128", render_image(0x4f1e, 128));
+	save(out / "sums_image" / "two-gpus", sums_image());
+	save(out / "sums_image" / "incremental", incremental_sums_image());
 	const std::string two_gpus("\x01\0\0\0\0\0\0\0\xd1\0\0\0\0\0\0\0\xd2\0\0\0\0\0\0\0\xb0", 25);
 	save(out / "priv_data" / "two-gpus-onto-four", std::string("\x02\x04", 2) + two_gpus);
 	save(out / "priv_data" / "two-gpus-onto-two", std::string("\x02\x02", 2) + two_gpus);
@@ -140,7 +172,8 @@ int main(int argc, char **argv)
 	save(out / "options" / "all-set",
 	     nul_joined({ "1", "no", "yes", "0", "YES", "1", "0", "64M", "--amdgpu.KFD_NUMA_CHECK=0", "--other.x" }));
 	save(out / "options" / "plugin-options-only",
-	     nul_joined({ "", "", "", "", "", "", "", "", "--amdgpu.KFD_MAX_BUFFER_SIZE=1G", "--amdgpu.kfd_fw_ver_check" }));
+	     nul_joined({ "", "", "", "", "", "", "", "", "--amdgpu.KFD_MAX_BUFFER_SIZE=1G",
+			  "--amdgpu.kfd_fw_ver_check" }));
 	printf("seeds written under %s\n", out.c_str());
 	return 0;
 }

@@ -2,8 +2,14 @@
 //
 // amdgpu-topology as a user runs it before a migration: the tool built next to this test binary
 // (build/bin/), on the checked-in sysfs trees.
+#include "dump_session.hpp"
+#include "image_checksums.hpp"
+#include "support/fake_gpu.hpp"
 #include "support/temp_dir.hpp"
+#include "topology_fixtures.hpp"
 
+#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +88,52 @@ TEST(AmdgpuTopologyTool, OneOfEightGpusWithOlderFirmwareIsNamedWithItsValues)
 
 	const ToolRun lenient = run_tool(args, "KFD_FW_VER_CHECK=0");
 	EXPECT_EQ(lenient.exit_status, 0) << lenient.output;
+}
+
+// A checkpoint checked offline: the images a (fake) dump wrote are intact; one bit flipped in a
+// pages image is named by image, GPU and BO; images without sums cannot be checked.
+TEST(AmdgpuTopologyTool, VerifyChecksTheImagesAgainstTheirSumsAndNamesTheDamagedBlock)
+{
+	test::TempDir images;
+	const fs::path topology_dir = test::topology_fixture("mi210-2gpu-pcie");
+	const Topology topology = parse_topology(topology_dir);
+	{
+		test::FakeGpu gpu(topology);
+		gpu.pid = static_cast<uint32_t>(getpid());
+		Options options;
+		DumpSession dump(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		const int task_fd = eventfd(0, EFD_CLOEXEC);
+		dump.dump_kfd(task_fd, 11);
+		close(task_fd);
+	}
+	const ToolRun intact = run_tool("--verify " + images.path().string());
+	EXPECT_EQ(intact.exit_status, 0) << intact.output;
+	EXPECT_NE(intact.output.find("amdgpu-kfd-11.img: intact (the kfd image and 4 blocks, 0.2 MiB, of GPU memory in "
+				     "2 pages images match their checksums)"),
+		  std::string::npos)
+		<< intact.output;
+
+	const uint32_t gpu = topology.gpus().back()->gpu_id;
+	const fs::path pages = images.path() / pages_image_name(11, gpu);
+	{
+		std::fstream f(pages, std::ios::in | std::ios::out | std::ios::binary);
+		f.seekg(8 + 70000);
+		const char c = static_cast<char>(f.get() ^ 0x01);
+		f.seekp(8 + 70000);
+		f.put(c);
+	}
+	const ToolRun damaged = run_tool("--verify " + images.path().string());
+	EXPECT_EQ(damaged.exit_status, 3) << damaged.output;
+	EXPECT_NE(damaged.output.find(
+			  strprintf("amdgpu-kfd-11.img: DAMAGED: image %s is damaged: GPU 0x%04x, the BO at 0x",
+				    pages.filename().c_str(), gpu)),
+		  std::string::npos)
+		<< damaged.output;
+
+	fs::remove(images.path() / sums_image_name(11));
+	const ToolRun unsummed = run_tool("--verify " + images.path().string());
+	EXPECT_EQ(unsummed.exit_status, 3) << unsummed.output;
+	EXPECT_NE(unsummed.output.find("no amdgpu-sums-11.img"), std::string::npos) << unsummed.output;
 }
 
 } // namespace

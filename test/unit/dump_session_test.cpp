@@ -84,10 +84,10 @@ protected:
 	bool fds_leaked = false;
 };
 
-TEST_F(DumpSessionTest, SavesTheKfdImageAndOnePagesImagePerGpuAndResumesTheQueues)
+TEST_F(DumpSessionTest, SavesTheKfdImageOnePagesImagePerGpuTheirSumsAndResumesTheQueues)
 {
 	ASSERT_FALSE(dump());
-	std::vector<std::string> expected { kfd_image_name(kFileId) };
+	std::vector<std::string> expected { kfd_image_name(kFileId), sums_image_name(kFileId) };
 	for (const Node *g : topology.gpus())
 		expected.push_back(pages_image_name(kFileId, g->gpu_id));
 	std::sort(expected.begin(), expected.end());

@@ -258,18 +258,27 @@ std::vector<CopyStats> FakeGpu::copy(CopyDirection direction, std::span<const Gp
 		for (const uint64_t s : job.sizes)
 			total += s;
 		const std::string name = pages_image_name(kfd_id, job.image_gpu_id);
+		BlockSummer summer(job.sizes);
 		if (direction == CopyDirection::to_image) {
 			ImageWriter writer(image_dir, name, total);
-			writer.write(std::vector<uint8_t>(total, 0xa5));
+			const std::vector<uint8_t> bytes(total, 0xa5);
+			summer.add(bytes);
+			writer.write(bytes);
 			writer.finish();
 		} else if (total) {
 			ImageReader reader(image_dir, name, total);
 			std::vector<uint8_t> bytes(total);
 			reader.read(bytes);
+			summer.add(bytes);
 		}
 		if (const int ret = call(Op::copy, job.render_fd))
 			throw Error(ret, strprintf("GPU 0x%04x: the copy engine failed", job.gpu_id));
-		stats.push_back({ direction, job.gpu_id, total, total, 0, 0, 0, 0 });
+		CopyStats s;
+		s.direction = direction;
+		s.gpu_id = job.gpu_id;
+		s.bytes = s.io_bytes = total;
+		s.sums = { job.image_gpu_id, total, job.sizes, summer.take_sums(), {} };
+		stats.push_back(std::move(s));
 	}
 	return stats;
 }

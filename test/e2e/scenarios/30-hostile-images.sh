@@ -3,7 +3,8 @@
 #
 # Hostile images and settings: one kfd_workload image, restored from damaged copies — a truncated
 # amdgpu-pages file, a pages file with trailing garbage, an amdgpu-kfd image of garbage (whole file,
-# and a valid size header over a garbage payload) — and with KFD_MAX_BUFFER_SIZE=banana. Each
+# and a valid size header over a garbage payload, which its checksum refuses, or without the
+# checksums image the decoder) — and with KFD_MAX_BUFFER_SIZE=banana. Each
 # restore fails (non-zero status) with a plugin error naming the file or variable, and leaves no
 # task and no KFD process. Last, the undamaged image restores and verifies, so the failures were
 # the damage's. kfd_workload only: the image format does not depend on the workload.
@@ -46,7 +47,11 @@ garbage_kfd_payload() {
 hostile "truncated $pages" "image ${pages//./\\.} is truncated" truncate_pages
 hostile "$pages with trailing garbage" "image ${pages//./\\.} has 100 bytes after its announced" append_garbage
 hostile "$kfd of garbage" "image ${kfd//./\\.} announces [0-9]+ payload bytes" garbage_kfd
-hostile "$kfd with a garbage payload" "image ${kfd//./\\.} is not a valid criu_kfd message" garbage_kfd_payload
+hostile "$kfd with a garbage payload" "image ${kfd//./\\.} is damaged: its [0-9]+ payload bytes hash to" garbage_kfd_payload
+# without the checksums (as upstream's plugin writes images) the decoder is the one that refuses it
+garbage_kfd_payload_unsummed() { garbage_kfd_payload && rm -f amdgpu-sums-*.img; }
+hostile "$kfd with a garbage payload and no checksums" "image ${kfd//./\\.} is not a valid criu_kfd message" \
+	garbage_kfd_payload_unsummed
 KFD_MAX_BUFFER_SIZE=banana hostile "KFD_MAX_BUFFER_SIZE=banana" "KFD_MAX_BUFFER_SIZE='banana' is not a size" true
 
 tap_restore "the undamaged image restores" "$img"
