@@ -9,6 +9,9 @@
  * at the BO's VA, userptr memory registered from anonymous pages, a doorbell
  * and an MMIO-remap page mapped from /dev/kfd, a GTT signal page, and one
  * compute queue per GPU whose emulated heartbeat counts at its read pointer.
+ *
+ * On SIGHUP it rewrites a share of its VRAM and GTT contents (--rewrite-pct),
+ * so that a chain of checkpoints sees memory that changes between them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,24 +72,25 @@ enum bo_kind {
 
 struct kind_info {
 	const char *name;
-	bool content; /* filled with the pattern and verified byte by byte */
+	bool content;	/* filled with the pattern and verified byte by byte */
+	bool rewritten; /* content a rewrite changes: the VRAM and GTT contents, not queue memory */
 	enum wl_backing backing;
 	const char *perms;
 };
 
 static const struct kind_info kinds[] = {
-	[BO_VRAM] = { "vram", true, WL_BACK_RENDER, "rw-s" },
-	[BO_VRAM_NOHOST] = { "vram-nohost", true, WL_BACK_RENDER, "---p" },
-	[BO_GTT] = { "gtt", true, WL_BACK_RENDER, "rw-s" },
-	[BO_USERPTR] = { "userptr", true, WL_BACK_ANON, "rw-p" },
-	[BO_RING] = { "ring", true, WL_BACK_RENDER, "rw-s" },
+	[BO_VRAM] = { "vram", true, true, WL_BACK_RENDER, "rw-s" },
+	[BO_VRAM_NOHOST] = { "vram-nohost", true, true, WL_BACK_RENDER, "---p" },
+	[BO_GTT] = { "gtt", true, true, WL_BACK_RENDER, "rw-s" },
+	[BO_USERPTR] = { "userptr", true, false, WL_BACK_ANON, "rw-p" },
+	[BO_RING] = { "ring", true, false, WL_BACK_RENDER, "rw-s" },
 	/* the CP writes EOP and CWSR areas on real hardware: not compared */
-	[BO_EOP] = { "eop", false, WL_BACK_RENDER, "---p" },
-	[BO_CWSR] = { "cwsr", false, WL_BACK_ANON, "rw-p" },
-	[BO_QCTL] = { "qctl", false, WL_BACK_ANON, "rw-p" },
-	[BO_EVENTS] = { "events", false, WL_BACK_RENDER, "rw-s" },
-	[BO_DOORBELL] = { "doorbell", false, WL_BACK_KFD, "rw-s" },
-	[BO_MMIO] = { "mmio", false, WL_BACK_KFD, "rw-s" },
+	[BO_EOP] = { "eop", false, false, WL_BACK_RENDER, "---p" },
+	[BO_CWSR] = { "cwsr", false, false, WL_BACK_ANON, "rw-p" },
+	[BO_QCTL] = { "qctl", false, false, WL_BACK_ANON, "rw-p" },
+	[BO_EVENTS] = { "events", false, false, WL_BACK_RENDER, "rw-s" },
+	[BO_DOORBELL] = { "doorbell", false, false, WL_BACK_KFD, "rw-s" },
+	[BO_MMIO] = { "mmio", false, false, WL_BACK_KFD, "rw-s" },
 };
 
 struct bo {
@@ -94,7 +98,8 @@ struct bo {
 	unsigned int gpu; /* index of the owning GPU */
 	uint64_t va, size, handle, offset;
 	uint32_t flags;
-	uint32_t mapped; /* GPU indices it is mapped to */
+	uint32_t mapped;     /* GPU indices it is mapped to */
+	uint32_t generation; /* of its pattern: the rewrites that gave it a new one */
 };
 
 struct gpu {
@@ -121,6 +126,12 @@ struct ctx {
 	uint32_t ev_auto, ev_manual, ev_signaled;
 	struct wl_heartbeat hb[WL_MAX_GPUS]; /* each GPU's queue */
 	int events;
+	/*
+	 * Rewrites: the BO the next one starts at, and how many were served. In
+	 * the process's own memory, as the BOs' generations are, so that a
+	 * restored process knows what its memory holds.
+	 */
+	unsigned int rewrite_next, rewrites;
 };
 
 static int kfd_ioctl(int fd, unsigned long req, void *arg)
@@ -716,20 +727,28 @@ static int setup(struct ctx *c)
 
 /* ---- verification -------------------------------------------------------- */
 
+/* "bo 3 (vram, gpu 0xc1e6, va 0x..., size 0x...)", and the generation of its pattern once rewritten */
 static void bo_name(const struct ctx *c, unsigned int i, char *buf, size_t len)
 {
 	const struct bo *bo = &c->bos[i];
+	int n;
 
-	snprintf(buf, len, "bo %u (%s, gpu 0x%x, va 0x%" PRIx64 ", size 0x%" PRIx64 ")", i, kinds[bo->kind].name,
-		 c->gpu[bo->gpu].n.gpu_id, bo->va, bo->size);
+	n = snprintf(buf, len, "bo %u (%s, gpu 0x%x, va 0x%" PRIx64 ", size 0x%" PRIx64, i, kinds[bo->kind].name,
+		     c->gpu[bo->gpu].n.gpu_id, bo->va, bo->size);
+	if (n < 0 || (size_t)n >= len)
+		return;
+	if (bo->generation)
+		snprintf(buf + n, len - (size_t)n, ", generation %u)", bo->generation);
+	else
+		snprintf(buf + n, len - (size_t)n, ")");
 }
 
-static void verify_bo(struct ctx *c, unsigned int i, struct wl_report *r)
+static struct wl_bo_view bo_view(const struct ctx *c, unsigned int i, const char *name)
 {
 	const struct bo *bo = &c->bos[i];
 	const struct kind_info *k = &kinds[bo->kind];
-	char name[160];
-	const struct wl_bo_view view = {
+
+	return (struct wl_bo_view) {
 		.name = name,
 		.va = bo->va,
 		.size = bo->size,
@@ -738,10 +757,18 @@ static void verify_bo(struct ctx *c, unsigned int i, struct wl_report *r)
 		.content = k->content,
 		.index = i,
 		.seed = c->seed,
+		.generation = bo->generation,
 		.render_fd = c->gpu[bo->gpu].render_fd,
 	};
+}
+
+static void verify_bo(struct ctx *c, unsigned int i, struct wl_report *r)
+{
+	struct wl_bo_view view;
+	char name[192];
 
 	bo_name(c, i, name, sizeof(name));
+	view = bo_view(c, i, name);
 	wl_check_bo(r, &view);
 }
 
@@ -750,7 +777,7 @@ static void verify_handle(struct ctx *c, unsigned int i, struct wl_report *r)
 {
 	struct bo *bo = &c->bos[i];
 	uint32_t gpus = bo->mapped, n = 0;
-	char name[160];
+	char name[192];
 	int ret;
 
 	bo_name(c, i, name, sizeof(name));
@@ -879,6 +906,53 @@ static void verify(void *arg, struct wl_report *r)
 	verify_queues(c, r);
 }
 
+/* ---- rewrite ------------------------------------------------------------- */
+
+/* Give BO @i the next generation of its pattern; on a failure it keeps the generation it had. */
+static bool rewrite_bo(struct ctx *c, unsigned int i, struct wl_report *r)
+{
+	struct bo *bo = &c->bos[i];
+	struct wl_bo_view view;
+	char name[192];
+
+	bo_name(c, i, name, sizeof(name));
+	view = bo_view(c, i, name);
+	view.generation++;
+	if (!wl_rewrite_bo(r, &view))
+		return false;
+	bo->generation = view.generation;
+	return true;
+}
+
+/*
+ * The next rewritten-kind BOs in index order, from where the last rewrite
+ * stopped and wrapping around, until at least @pct % of their bytes are
+ * rewritten: one pass at most, so a BO is rewritten once per request.
+ */
+static void rewrite(void *arg, unsigned int pct, struct wl_rewrite *w, struct wl_report *r)
+{
+	struct ctx *c = arg;
+	uint64_t want;
+	unsigned int i, seen;
+
+	for (i = 0; i < c->n_bos; i++)
+		if (kinds[c->bos[i].kind].rewritten)
+			w->total += c->bos[i].size;
+	want = (w->total * pct + 99) / 100;
+	w->n = ++c->rewrites;
+
+	i = c->rewrite_next % c->n_bos;
+	for (seen = 0; w->bytes < want && seen < c->n_bos; seen++, i = (i + 1) % c->n_bos) {
+		if (!kinds[c->bos[i].kind].rewritten)
+			continue;
+		if (!rewrite_bo(c, i, r))
+			break;
+		w->bos++;
+		w->bytes += c->bos[i].size;
+		c->rewrite_next = (i + 1) % c->n_bos;
+	}
+}
+
 static void teardown(void *arg)
 {
 	struct ctx *c = arg;
@@ -913,6 +987,7 @@ int main(int argc, char **argv)
 		.verify = verify,
 		.heartbeat = heartbeat,
 		.teardown = teardown,
+		.rewrite = rewrite,
 	};
 	int ret;
 

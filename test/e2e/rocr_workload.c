@@ -455,7 +455,7 @@ static void fill_state(FILE *f, void *ctx)
 int main(int argc, char **argv)
 {
 	static struct workload w;
-	static const struct wl_ops ops = { verify, heartbeat, teardown };
+	static const struct wl_ops ops = { verify, heartbeat, teardown, NULL };
 	int ret;
 
 	wl_parse_opts(argc, argv, &w.opts);

@@ -2,8 +2,8 @@
 /*
  * What the end-to-end workloads share: the command line, the content
  * pattern, the state and result files, the /proc/self/maps view, guarded
- * memory reads, the check of a BO, the heartbeat check and the signal loop
- * with its verify/heartbeat/teardown contract. The contract they implement
+ * memory reads, the check and the rewrite of a BO, the heartbeat check and
+ * the signal loop with its verify/heartbeat/rewrite/teardown contract. The contract they implement
  * for the scenarios is test/e2e/README.md.
  */
 #ifndef E2E_WORKLOAD_H
@@ -27,13 +27,15 @@
 #define WL_DEFAULT_VRAM_MB	 8
 #define WL_DEFAULT_BO_MB	 2
 #define WL_DEFAULT_HB_TIMEOUT_MS 2000
+#define WL_DEFAULT_REWRITE_PCT	 10
 
 struct wl_opts {
 	unsigned int gpus;	    /* 0: every GPU node */
 	unsigned int vram_mb[WL_MAX_GPUS]; /* per GPU, in GPU order */
 	unsigned int bo_mb;	    /* largest content BO */
 	unsigned int hb_timeout_ms; /* how long a queue may look stalled */
-	const char *state;	    /* state file; results go to <state>.verify/.heartbeat */
+	unsigned int rewrite_pct;   /* share of the content bytes a rewrite (SIGHUP) changes */
+	const char *state;	    /* state file; results go to <state>.verify/.heartbeat/.rewrite */
 	bool render_first;	    /* open the render nodes before /dev/kfd (kfd_workload) */
 };
 
@@ -69,6 +71,12 @@ extern unsigned int wl_zero_pct; /* --zeros: percent of the content in zero runs
 extern uint64_t wl_zero_run;	 /* their length in bytes */
 uint64_t wl_pattern(uint64_t seed, uint32_t bo, uint64_t off);
 void wl_fill(void *p, uint64_t size, uint64_t seed, uint32_t bo);
+
+/*
+ * The seed of generation @gen of a BO's pattern: @seed itself for generation 0 (the pattern set
+ * up), a mix of both for the generations rewrites give it.
+ */
+uint64_t wl_generation_seed(uint64_t seed, uint32_t gen);
 
 /* ---- verification report ------------------------------------------------ */
 
@@ -167,6 +175,14 @@ void wl_check_heartbeats(struct wl_report *r, const struct wl_heartbeat *hb, uns
 
 /* ---- the main loop ---------------------------------------------------------- */
 
+/* What one rewrite did, for its REWRITE OK line. */
+struct wl_rewrite {
+	unsigned int bos; /* content BOs rewritten */
+	uint64_t bytes;	  /* their size */
+	uint64_t total;	  /* the content bytes a rewrite takes its share of */
+	unsigned int n;	  /* rewrites served so far, this one included */
+};
+
 /*
  * What each workload does for the contract; wl_serve does the rest (the
  * signals, the result files, the report lines).
@@ -181,14 +197,21 @@ struct wl_ops {
 	void (*heartbeat)(void *ctx, struct wl_report *r);
 	/* Free what setup built, after SIGTERM/SIGINT or a failed setup. */
 	void (*teardown)(void *ctx);
+	/*
+	 * SIGHUP: give the next content BOs, in rotation, the next generation of
+	 * their pattern until at least @pct % of the content bytes are rewritten;
+	 * what it did goes to @w, what failed to @r. NULL: the workload cannot
+	 * (REWRITE FAIL).
+	 */
+	void (*rewrite)(void *ctx, unsigned int pct, struct wl_rewrite *w, struct wl_report *r);
 };
 
 /* Block the contract's signals; call before building any state. */
 void wl_signals_block(void);
 
 /*
- * Print READY and serve SIGUSR1 (verify), SIGUSR2 (heartbeat) until SIGTERM
- * or SIGINT; returns the exit code.
+ * Print READY and serve SIGUSR1 (verify), SIGUSR2 (heartbeat), SIGHUP
+ * (rewrite) until SIGTERM or SIGINT; returns the exit code.
  */
 int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx);
 
@@ -224,7 +247,8 @@ struct wl_bo_view {
 	bool content;	   /* holds the pattern of BO @index */
 	uint32_t index;
 	uint64_t seed;
-	int render_fd; /* the workload's render file of the BO's GPU, or -1 */
+	uint32_t generation; /* of the pattern it holds (wl_generation_seed) */
+	int render_fd;	     /* the workload's render file of the BO's GPU, or -1 */
 };
 
 /*
@@ -235,6 +259,15 @@ struct wl_bo_view {
  * for the host.
  */
 void wl_check_bo(struct wl_report *r, const struct wl_bo_view *bo);
+
+/*
+ * Fill content BO @bo with the pattern of its @bo->generation, where it is
+ * mapped, or for VRAM without host access through a new mapping of its render
+ * node at its current offset, as wl_check_bo reads it. Writes are guarded: a
+ * fault is a failure in @r, and the BO then holds neither generation. True
+ * when every byte was written.
+ */
+bool wl_rewrite_bo(struct wl_report *r, const struct wl_bo_view *bo);
 
 static inline uint64_t wl_align(uint64_t v, uint64_t a)
 {

@@ -53,8 +53,9 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: %s --state FILE [--gpus N] [--vram-mb M[,M...]] [--bo-mb B] [--hb-timeout-ms T]\n"
-		"          [--render-first] [--zeros PCT[,RUN_KIB]]\n"
-		"  --state FILE       state file written once set up; results in FILE.verify, FILE.heartbeat\n"
+		"          [--render-first] [--zeros PCT[,RUN_KIB]] [--rewrite-pct P]\n"
+		"  --state FILE       state file written once set up; results in FILE.verify, FILE.heartbeat,\n"
+		"                     FILE.rewrite\n"
 		"  --gpus N           use the first N GPU nodes of the topology (default: all)\n"
 		"  --vram-mb M[,M...] VRAM per GPU in content BOs, one value per GPU in order, the last\n"
 		"                     repeated for the rest (default %d)\n"
@@ -63,8 +64,11 @@ static void usage(FILE *to)
 		"  --render-first     open the render nodes before /dev/kfd (kfd_workload only)\n"
 		"  --zeros PCT[,RUN]  PCT %% of the content is zeros, in runs of RUN KiB (default 1024)\n"
 		"                     placed by the pattern (VRAM that was allocated and never written)\n"
-		"signals: SIGUSR1 verify, SIGUSR2 heartbeat check, SIGTERM/SIGINT exit\n",
-		wl_prog, WL_DEFAULT_VRAM_MB, WL_DEFAULT_BO_MB, WL_DEFAULT_HB_TIMEOUT_MS);
+		"  --rewrite-pct P    a rewrite gives the next content BOs, in rotation, a new generation\n"
+		"                     of their pattern until P %% of the content bytes are rewritten\n"
+		"                     (0..100, default %d; kfd_workload only)\n"
+		"signals: SIGUSR1 verify, SIGUSR2 heartbeat check, SIGHUP rewrite, SIGTERM/SIGINT exit\n",
+		wl_prog, WL_DEFAULT_VRAM_MB, WL_DEFAULT_BO_MB, WL_DEFAULT_HB_TIMEOUT_MS, WL_DEFAULT_REWRITE_PCT);
 }
 
 static unsigned int parse_uint(const char *opt, const char *s, unsigned int min, unsigned int max)
@@ -117,6 +121,7 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 		{ "hb-timeout-ms", required_argument, NULL, 't' },
 		{ "render-first", no_argument, NULL, 'r' },
 		{ "zeros", required_argument, NULL, 'z' },
+		{ "rewrite-pct", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -130,6 +135,7 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 	*o = (struct wl_opts) {
 		.bo_mb = WL_DEFAULT_BO_MB,
 		.hb_timeout_ms = WL_DEFAULT_HB_TIMEOUT_MS,
+		.rewrite_pct = WL_DEFAULT_REWRITE_PCT,
 	};
 	for (c = 0; c < WL_MAX_GPUS; c++)
 		o->vram_mb[c] = WL_DEFAULT_VRAM_MB;
@@ -157,6 +163,9 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 				wl_zero_run = (uint64_t)parse_uint("--zeros", run, 4, 1 << 20) << 10;
 			break;
 		}
+		case 'w':
+			o->rewrite_pct = parse_uint("--rewrite-pct", optarg, 0, 100);
+			break;
 		case 's':
 			o->state = optarg;
 			break;
@@ -359,6 +368,12 @@ void wl_fill(void *p, uint64_t size, uint64_t seed, uint32_t bo)
 		w[i] = wl_pattern(seed, bo, i * 8);
 }
 
+uint64_t wl_generation_seed(uint64_t seed, uint32_t gen)
+{
+	/* generation 0 keeps the seed: a workload that never rewrites has the pattern it always had */
+	return gen ? mix64(seed ^ ((uint64_t)gen << 32) ^ 0xc3a5c85c97cb3127ULL) : seed;
+}
+
 /* ---- report --------------------------------------------------------------- */
 
 void wl_report_init(struct wl_report *r)
@@ -492,6 +507,41 @@ bool wl_check_pattern(struct wl_report *r, const char *what, const void *p, uint
 			"%s: %" PRIu64 " of %" PRIu64 " words differ, first at offset 0x%" PRIx64
 			": expected 0x%016" PRIx64 ", actual 0x%016" PRIx64,
 			what, s.bad, s.nwords, s.first, s.expected, s.actual);
+		return false;
+	}
+	wl_pass(r);
+	return true;
+}
+
+struct write {
+	uint64_t *p;
+	uint64_t nwords, seed;
+	uint32_t bo;
+	uint64_t pos; /* byte offset reached, for a fault report */
+};
+
+static void write_words(void *arg)
+{
+	struct write *w = arg;
+	uint64_t i;
+
+	for (i = 0; i < w->nwords; i++) {
+		if (!(i & 511))
+			*(volatile uint64_t *)&w->pos = i * 8;
+		((volatile uint64_t *)w->p)[i] = wl_pattern(w->seed, w->bo, i * 8);
+	}
+}
+
+/* wl_fill through a guard; false (and a failure named @what) if a write faults. */
+static bool fill_guarded(struct wl_report *r, const char *what, void *p, uint64_t size, uint64_t seed, uint32_t bo)
+{
+	struct write w = { .p = p, .nwords = size / 8, .seed = seed, .bo = bo };
+	int sig;
+
+	sig = guarded(write_words, &w);
+	if (sig) {
+		wl_fail(r, "%s: writing offset 0x%" PRIx64 " at %p raises %s", what, w.pos, (void *)((char *)p + w.pos),
+			strsignal(sig));
 		return false;
 	}
 	wl_pass(r);
@@ -693,11 +743,27 @@ void *wl_map_render(int fd, unsigned int render_minor, uint64_t offset, uint64_t
 	return NULL;
 }
 
+/*
+ * A new read-write mapping of BO @bo, which has no host access, through the
+ * render node and at the offset of its mapping @v now (a restore moves it,
+ * maybe to another render node); NULL, with a failure, if there is none.
+ */
+static void *map_current(struct wl_report *r, const struct wl_bo_view *bo, const struct wl_vma *v)
+{
+	uint64_t offset = wl_vma_offset(v, bo->va);
+	void *p = wl_map_render(bo->render_fd, (unsigned int)wl_vma_render_minor(v), offset, bo->size);
+
+	if (!p)
+		wl_fail(r, "%s: cannot map it through %s at its current offset 0x%" PRIx64 ": %s", bo->name, v->path,
+			offset, strerror(errno));
+	return p;
+}
+
 void wl_check_bo(struct wl_report *r, const struct wl_bo_view *bo)
 {
 	bool host_access = strncmp(bo->perms, "---", 3); /* "---p", "---p|---s": no host access */
+	uint64_t seed = wl_generation_seed(bo->seed, bo->generation);
 	struct wl_vma v;
-	uint64_t offset;
 	void *p;
 
 	if (!wl_check_mapping(r, bo->name, bo->va, bo->size, bo->backing, bo->perms, &v))
@@ -708,18 +774,33 @@ void wl_check_bo(struct wl_report *r, const struct wl_bo_view *bo)
 		return;
 	}
 	if (host_access) {
-		wl_check_pattern(r, bo->name, (const void *)(uintptr_t)bo->va, bo->size, bo->seed, bo->index);
+		wl_check_pattern(r, bo->name, (const void *)(uintptr_t)bo->va, bo->size, seed, bo->index);
 		return;
 	}
-	offset = wl_vma_offset(&v, bo->va);
-	p = wl_map_render(bo->render_fd, (unsigned int)wl_vma_render_minor(&v), offset, bo->size);
-	if (!p) {
-		wl_fail(r, "%s: cannot map it through %s at its current offset 0x%" PRIx64 ": %s", bo->name, v.path,
-			offset, strerror(errno));
+	p = map_current(r, bo, &v);
+	if (!p)
 		return;
-	}
-	wl_check_pattern(r, bo->name, p, bo->size, bo->seed, bo->index);
+	wl_check_pattern(r, bo->name, p, bo->size, seed, bo->index);
 	munmap(p, bo->size);
+}
+
+bool wl_rewrite_bo(struct wl_report *r, const struct wl_bo_view *bo)
+{
+	uint64_t seed = wl_generation_seed(bo->seed, bo->generation);
+	struct wl_vma v;
+	bool ok;
+	void *p;
+
+	if (!wl_check_mapping(r, bo->name, bo->va, bo->size, bo->backing, bo->perms, &v))
+		return false;
+	if (strncmp(bo->perms, "---", 3))
+		return fill_guarded(r, bo->name, (void *)(uintptr_t)bo->va, bo->size, seed, bo->index);
+	p = map_current(r, bo, &v);
+	if (!p)
+		return false;
+	ok = fill_guarded(r, bo->name, p, bo->size, seed, bo->index);
+	munmap(p, bo->size);
+	return ok;
 }
 
 /* ---- state and result files ------------------------------------------------ */
@@ -841,7 +922,7 @@ void wl_check_heartbeats(struct wl_report *r, const struct wl_heartbeat *hb, uns
 
 /* ---- the main loop ------------------------------------------------------------ */
 
-static volatile sig_atomic_t got_usr1, got_usr2, got_term;
+static volatile sig_atomic_t got_usr1, got_usr2, got_hup, got_term;
 
 static void on_signal(int sig)
 {
@@ -849,6 +930,8 @@ static void on_signal(int sig)
 		got_usr1 = 1;
 	else if (sig == SIGUSR2)
 		got_usr2 = 1;
+	else if (sig == SIGHUP)
+		got_hup = 1;
 	else
 		got_term = 1;
 }
@@ -860,6 +943,7 @@ static sigset_t contract_signals(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	return set;
@@ -874,6 +958,7 @@ void wl_signals_block(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	wl_guard_init();
@@ -903,6 +988,28 @@ static void run_check(const struct wl_opts *o, const struct wl_ops *ops, void *c
 	wl_report_free(&r);
 }
 
+/* REWRITE: the workload's rewrite of its next content BOs, if it has one. */
+static void run_rewrite(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
+{
+	struct wl_rewrite w = { 0 };
+	struct wl_report r;
+	char line[700];
+
+	wl_report_init(&r);
+	if (!ops->rewrite)
+		wl_fail(&r, "this workload cannot rewrite its memory");
+	else
+		ops->rewrite(ctx, o->rewrite_pct, &w, &r);
+	if (r.failures)
+		snprintf(line, sizeof(line), "REWRITE FAIL: %s", r.first);
+	else
+		snprintf(line, sizeof(line),
+			 "REWRITE OK %u BOs, %" PRIu64 " bytes (%.1f %% of %" PRIu64 " content bytes), rewrite %u",
+			 w.bos, w.bytes, w.total ? 100.0 * (double)w.bytes / (double)w.total : 0.0, w.total, w.n);
+	wl_publish(o->state, ".rewrite", line, r.failures > 1 ? r.log : NULL);
+	wl_report_free(&r);
+}
+
 int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
 {
 	sigset_t wait_mask;
@@ -910,6 +1017,7 @@ int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
 	sigprocmask(SIG_BLOCK, NULL, &wait_mask);
 	sigdelset(&wait_mask, SIGUSR1);
 	sigdelset(&wait_mask, SIGUSR2);
+	sigdelset(&wait_mask, SIGHUP);
 	sigdelset(&wait_mask, SIGTERM);
 	sigdelset(&wait_mask, SIGINT);
 
@@ -918,7 +1026,7 @@ int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
 
 	for (;;) {
 		/* criu may interrupt this at any time; it just comes back here */
-		while (!got_usr1 && !got_usr2 && !got_term)
+		while (!got_usr1 && !got_usr2 && !got_hup && !got_term)
 			sigsuspend(&wait_mask);
 		if (got_term)
 			break;
@@ -929,6 +1037,10 @@ int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
 		if (got_usr2) {
 			got_usr2 = 0;
 			run_check(o, ops, ctx, "HEARTBEAT", ".heartbeat");
+		}
+		if (got_hup) {
+			got_hup = 0;
+			run_rewrite(o, ops, ctx);
 		}
 	}
 	printf("EXIT\n");

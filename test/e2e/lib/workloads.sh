@@ -11,8 +11,12 @@
 #                                     $WL_ROOT and $WL_BIN (test/e2e/lib/userlands.sh): chrooted
 #                                     into that root, the workload from that directory;
 #                                     $WL_ENV: environment assignments for it ("A=1 B=2")
-#   wl_ask <pid> <state> verify|heartbeat [seconds]   SIGUSR1/SIGUSR2, wait for the result file,
-#                                     print its first line; false without a result
+#   wl_ask <pid> <state> verify|heartbeat|rewrite [seconds]   SIGUSR1/SIGUSR2/SIGHUP, wait for
+#                                     the (fresh) result file, print its first line; false
+#                                     without a result
+#   wl_rewrite <pid> <state> [seconds]  SIGHUP: the workload rewrites --rewrite-pct % of its
+#                                     content (kfd only); the result's first line in WL_REWRITE,
+#                                     true if it is REWRITE OK
 #   tap_verify <name> <pid> <state> [seconds]     one TAP result: VERIFY OK
 #   tap_heartbeat <name> <pid> <state> [seconds]  one TAP result: HEARTBEAT OK
 #   tap_asked <name> <pid> <state> verify|heartbeat <pattern> [seconds]   one TAP result: the
@@ -51,9 +55,14 @@ wl_start() {
 }
 
 wl_ask() {
-	local pid=$1 file=$2.$3 sig=USR1 limit=${4:-}
-	[ "$3" = verify ] || sig=USR2
-	[ -n "$limit" ] || { [ "$3" = verify ] && limit=120 || limit=60; }
+	local pid=$1 file=$2.$3 sig limit=${4:-}
+	case $3 in
+	verify) sig=USR1 ;;
+	heartbeat) sig=USR2 ;;
+	rewrite) sig=HUP ;;
+	*) echo "wl_ask: no such request '$3'"; return 1 ;;
+	esac
+	[ -n "$limit" ] || { [ "$3" = heartbeat ] && limit=60 || limit=120; }
 	rm -f "$file"
 	kill "-$sig" "$pid" 2>/dev/null || { echo "no process $pid"; return 1; }
 	if ! wait_for "[ -s '$file' ] || ! kill -0 $pid 2>/dev/null" "$limit" || [ ! -s "$file" ]; then
@@ -73,6 +82,11 @@ tap_asked() {
 		tap_not_ok "$name" "$line"
 		[ ! -s "$state.$kind" ] || sed 's/^/#   /' "$state.$kind" | head -n 10
 	fi
+}
+
+wl_rewrite() {
+	WL_REWRITE=$(wl_ask "$1" "$2" rewrite "${3:-}")
+	[[ $WL_REWRITE == "REWRITE OK "* ]]
 }
 
 tap_verify() { tap_asked "$1" "$2" "$3" verify "VERIFY OK" "${4:-}"; }
