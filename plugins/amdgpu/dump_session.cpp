@@ -501,10 +501,11 @@ const ImageChain &DumpSession::chain()
 		return *chain_;
 	chain_.emplace(image_dir_.streamed() ? ImageChain() : ImageChain::below(image_dir_.dirfd()));
 	if (!chain_->empty())
-		pr_info("incremental dump: %zu earlier checkpoints hold %llu blocks of GPU memory, which are not "
+		pr_info("incremental dump: %zu earlier checkpoint%s hold %llu blocks of GPU memory, which are not "
 			"written again%s%s",
-			chain_->depth(), static_cast<unsigned long long>(chain_->blocks()),
-			chain_->cut_short().empty() ? "" : "; ", chain_->cut_short().c_str());
+			chain_->depth(), chain_->depth() == 1 ? "" : "s",
+			static_cast<unsigned long long>(chain_->blocks()), chain_->cut_short().empty() ? "" : "; ",
+			chain_->cut_short().c_str());
 	else if (!chain_->cut_short().empty())
 		pr_warn("%s: GPU memory is dumped whole", chain_->cut_short().c_str());
 	return *chain_;

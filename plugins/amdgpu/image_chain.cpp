@@ -105,6 +105,7 @@ bool ImageChain::add_level(int dirfd, unsigned level, std::string &why)
 		why = e.what();
 		return false;
 	}
+	gpu_levels_ += !stored.empty();
 	for (const Stored &s : stored) {
 		const uint32_t image = static_cast<uint32_t>(images_.size());
 		images_.push_back({ level, dirfd, s.pages, s.sums.stored_size });

@@ -56,8 +56,12 @@ public:
 	// The chain below the image directory `dirfd`: empty when it has no `parent`.
 	static ImageChain below(int dirfd, unsigned max_depth = kMaxChainDepth);
 
-	bool empty() const { return levels_.empty(); }
-	size_t depth() const { return levels_.size(); }
+	// Whether it holds any block to lean on.
+	bool empty() const { return index_.empty(); }
+	// Whether the image directory has a usable `parent` at all.
+	bool has_parent() const { return !levels_.empty(); }
+	// The earlier checkpoints with GPU images (a criu pre-dump holds none).
+	size_t depth() const { return gpu_levels_; }
 	// The newest image of the chain that holds a block of `len` bytes with this digest on this GPU.
 	const ChainBlock *find(uint32_t gpu_id, const Digest &digest, uint64_t len) const;
 	const ChainImage &image(uint32_t index) const { return images_[index]; }
@@ -81,6 +85,7 @@ private:
 	bool add_level(int dirfd, unsigned level, std::string &why);
 
 	std::vector<unique_fd> levels_;
+	size_t gpu_levels_ = 0;
 	std::vector<ChainImage> images_;
 	std::map<Key, ChainBlock> index_;
 	std::string cut_short_;

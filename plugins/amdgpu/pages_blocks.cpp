@@ -78,9 +78,10 @@ ChainedPages::ChainedPages(const PagesSums &sums, const ImageChain &chain, const
 				     "%s; the restore is refused",
 				     image_name.c_str(), i + 1, sums.gpu_id,
 				     static_cast<unsigned long long>(grid[i].len),
-				     chain.empty()
+				     !chain.has_parent()
 					     ? "the image directory has no `parent` chain"
-					     : strprintf("none of the %zu checkpoints of its `parent` chain holds it",
+					     : strprintf("none of the %zu checkpoints with GPU images in its `parent` "
+							 "chain holds it",
 							 chain.depth())
 						       .c_str());
 			b.from = From::chain;
