@@ -107,10 +107,9 @@ void BlockSummer::add(std::span<const uint8_t> bytes)
 	const uint8_t *p = bytes.data();
 	uint64_t n = bytes.size();
 	while (n) {
-		if (sums_.size() == grid_.size()) {
-			ignored_ += n;
-			return;
-		}
+		if (sums_.size() == grid_.size())
+			fail(-EINVAL, "%llu bytes more than the %zu blocks of the BOs hold", static_cast<unsigned long long>(n),
+			     grid_.size());
 		const uint64_t len = std::min(n, grid_[sums_.size()].len - seen_);
 		take(p, len);
 		p += len;
@@ -122,10 +121,9 @@ void BlockSummer::add_zeros(uint64_t n)
 {
 	const Stopwatch watch(seconds_);
 	while (n) {
-		if (sums_.size() == grid_.size()) {
-			ignored_ += n;
-			return;
-		}
+		if (sums_.size() == grid_.size())
+			fail(-EINVAL, "%llu bytes more than the %zu blocks of the BOs hold", static_cast<unsigned long long>(n),
+			     grid_.size());
 		const uint64_t len = std::min(n, grid_[sums_.size()].len - seen_);
 		take(nullptr, len);
 		n -= len;

@@ -74,6 +74,7 @@ public:
 	BlockSummer(BlockSummer &&) noexcept;
 	BlockSummer &operator=(BlockSummer &&) noexcept;
 
+	// The next bytes of the payload (or `n` zeros); more than the BOs hold throws Error(-EINVAL).
 	void add(std::span<const uint8_t> bytes);
 	void add_zeros(uint64_t n);
 	// The sums of the blocks completed so far: all of them once every byte passed.
@@ -94,7 +95,6 @@ private:
 	std::unique_ptr<State> state_;
 	uint64_t seen_ = 0;    // bytes of the current block so far
 	bool hashing_ = false; // a non-zero byte was seen in the current block
-	uint64_t ignored_ = 0; // bytes fed past the last block (the caller's error)
 	double seconds_ = 0;
 };
 

@@ -10,8 +10,9 @@
 #  - a stream (criu --stream, a bit flipped in the captured stream where it carries a pages image):
 #    refused the same way.
 # amdgpu-topology --verify finds the intact images intact and names the damaged block offline.
-# Last, the intact images and the intact stream restore onto other gpu_ids and verify, so the
-# refusals were the damage's.
+# The intact images and the intact stream restore onto other gpu_ids and verify, so the refusals
+# were the damage's; dumped again without its sums image (as upstream's plugin writes images), the
+# task restores, unverified, saying so.
 # timeout: 300
 . test/vm/lib.sh
 . test/e2e/lib.sh
@@ -73,6 +74,16 @@ emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 render_minor_base=160 ||
 tap_restore "the intact images restore onto other gpu_ids" "$img"
 tap_same_task "restored from the intact images" "$RESULTS_DIR/37.dumped" "$pid"
 tap_alive_verified "restored from the intact images" "$pid" "$state"
+
+# dumped again, then without the sums image, as upstream's plugin writes images: restored,
+# unverified, saying so (a new dump: the task's output file has grown since the first)
+unsummed=/tmp/img-37-unsummed
+tap_dump_gone "dumped again" "$pid" "$state" "$unsummed"
+rm -f "$unsummed"/amdgpu-sums-*.img
+tap_restore "images without checksums (as upstream's plugin writes them) restore" "$unsummed"
+tap_log_has "the plugin says they were restored unverified" "$CRIU_LAST_LOG" \
+	"amdgpu_plugin: pid [0-9]+: the images have no amdgpu-sums-[0-9]+\.img .*restored unverified"
+tap_alive_verified "restored from images without checksums" "$pid" "$state"
 wl_kill "$pid"
 
 # A stream: the stand-in's stream file carries each image as records (u32 name length, name, u64
