@@ -193,6 +193,9 @@ int verify_images(const std::string &dir)
 		} catch (const Error &e) {
 			std::printf("%s: DAMAGED: %s\n", name.c_str(), e.what());
 			intact = false;
+		} catch (const std::exception &e) {
+			std::printf("%s: DAMAGED: cannot be checked: %s\n", name.c_str(), e.what());
+			intact = false;
 		}
 	}
 	return intact ? kExitOk : kExitDamaged;

@@ -477,9 +477,8 @@ std::vector<PagesSums> DumpSession::save_contents(uint32_t id, const Checkpoint 
 		if (!chain().empty()) {
 			job.chain = &chain();
 			if (!job.sizes.empty() && !chain().has_gpu(dev.user_gpu_id))
-				pr_info("pid %u: the earlier checkpoints hold nothing of GPU 0x%04x (they were dumped "
-					"with "
-					"other GPUs): its memory is written whole",
+				pr_info("pid %u: the earlier checkpoints hold nothing of GPU 0x%04x (dumped with other "
+					"GPUs): its memory is written whole",
 					cp.info.pid, dev.user_gpu_id);
 		}
 		jobs.push_back(std::move(job));

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
+#include <utility>
 
 namespace amdgpu {
 
@@ -23,13 +25,14 @@ unique_fd open_parent(int dirfd)
 	if (fstatat(dirfd, "parent", &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			return unique_fd();
-		fail_errno(errno, "cannot look at its `parent`");
+		fail_errno(errno, "`parent` cannot be looked at");
 	}
 	unique_fd fd(openat(dirfd, "parent", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	if (!fd) {
+		const int err = errno;
 		char target[512] = {};
 		const ssize_t n = readlinkat(dirfd, "parent", target, sizeof(target) - 1);
-		fail_errno(errno, "its `parent` (%s) cannot be opened", n > 0 ? target : "not a link");
+		fail_errno(err, "`parent` (%s) cannot be opened", n > 0 ? target : "not a link");
 	}
 	return fd;
 }
@@ -40,10 +43,16 @@ ImageChain ImageChain::below(int dirfd, unsigned max_depth)
 {
 	ImageChain chain;
 	int at = dirfd;
+	std::set<std::pair<dev_t, ino_t>> seen; // a chain that loops is followed once
+	struct stat st;
+	if (!fstat(dirfd, &st))
+		seen.emplace(st.st_dev, st.st_ino);
 	for (unsigned level = 1; level <= max_depth; level++) {
 		unique_fd parent;
 		try {
 			parent = open_parent(at);
+			if (parent && (fstat(parent.get(), &st) || !seen.emplace(st.st_dev, st.st_ino).second))
+				fail(-ELOOP, "`parent` leads back to a directory of the chain");
 		} catch (const Error &e) {
 			chain.cut_short_ = level == 1 ? strprintf("the image directory's %s", e.what())
 						      : strprintf("the checkpoint %u back in the `parent` chain: %s",

@@ -14,12 +14,14 @@
 // Only blocks an image holds itself are indexed (a block that image took from further back is
 // found further back). A level of the chain that cannot be used — its directory gone, a GPU
 // process's kfd image without its sums, a sums image that does not decode, a pages image whose
-// size is not the sum of the blocks it holds — ends the chain there, and the blocks beyond it are written again: what a
-// new dump leans on is always found. A parent whose bytes were damaged after it was written is not seen here: the
-// restore reads every block against its digest and refuses it, naming the image. A level without GPU images (a criu
-// pre-dump, or a process without GPU state) is passed through.
+// size is not the sum of the blocks it holds, a `parent` that leads back into the chain — ends
+// the chain there, and the blocks beyond it are written again: what a new dump leans on is always
+// found. A parent whose bytes were damaged after it was written is not seen here: the restore
+// reads every block against its digest and refuses it, naming the image. A level without GPU
+// images (a criu pre-dump, or a process without GPU state) is passed through.
 //
-// Through criu's image streamer there is no parent: criu ignores --prev-images-dir with --stream.
+// Through criu's image streamer there is no chain: the plugin looks for none there (and criu
+// writes its own pages whole with --stream).
 #pragma once
 
 #include "image_checksums.hpp"

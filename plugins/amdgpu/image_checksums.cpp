@@ -108,8 +108,8 @@ void BlockSummer::add(std::span<const uint8_t> bytes)
 	uint64_t n = bytes.size();
 	while (n) {
 		if (sums_.size() == grid_.size())
-			fail(-EINVAL, "%llu bytes more than the %zu blocks of the BOs hold", static_cast<unsigned long long>(n),
-			     grid_.size());
+			fail(-EINVAL, "%llu bytes more than the %zu blocks of the BOs hold",
+			     static_cast<unsigned long long>(n), grid_.size());
 		const uint64_t len = std::min(n, grid_[sums_.size()].len - seen_);
 		take(p, len);
 		p += len;
@@ -122,8 +122,8 @@ void BlockSummer::add_zeros(uint64_t n)
 	const Stopwatch watch(seconds_);
 	while (n) {
 		if (sums_.size() == grid_.size())
-			fail(-EINVAL, "%llu bytes more than the %zu blocks of the BOs hold", static_cast<unsigned long long>(n),
-			     grid_.size());
+			fail(-EINVAL, "%llu bytes more than the %zu blocks of the BOs hold",
+			     static_cast<unsigned long long>(n), grid_.size());
 		const uint64_t len = std::min(n, grid_[sums_.size()].len - seen_);
 		take(nullptr, len);
 		n -= len;

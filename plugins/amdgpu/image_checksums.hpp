@@ -37,7 +37,7 @@ namespace amdgpu {
 
 inline constexpr uint64_t kSumBlock = 1ull << 20;
 inline constexpr uint32_t kSumAlgorithmXxh3_128 = 1;
-// 17 bytes a block: 64 MiB sums 3.9 TiB of GPU memory.
+// 17 bytes a block: 64 MiB sums 3.7 TiB of GPU memory.
 inline constexpr uint64_t kMaxSumsImageSize = 64ull << 20;
 // No BO is larger (a sums image is refused for one): far above any GPU's memory.
 inline constexpr uint64_t kMaxSummedBo = 1ull << 46;

@@ -61,8 +61,6 @@ std::vector<BlockSum> sum_pages_image(const ImageDir &dir, const std::string &na
 		     static_cast<unsigned long long>(reader->payload_size()), static_cast<unsigned long long>(stored));
 	std::vector<uint8_t> buffer(4 * kSumBlock);
 	if (!dumped.in_chain.empty()) {
-		if (dumped.bo_sizes != layout.sizes)
-			return {}; // check_pages_sums() names it
 		ChainedPages pages(dumped, chain, name);
 		chain_bytes += pages.chain_bytes();
 		for (uint64_t at = 0; at < total;) {
@@ -130,6 +128,13 @@ ImagesVerdict verify_process_images(const ImageDir &dir, uint32_t id)
 			fail(-EBADMSG, "image %s has no checksums of GPU 0x%04x, whose BOs %s holds",
 			     sums_image_name(id).c_str(), gpu, pages.c_str());
 		const PagesLayout layout = pages_layout(*msg, gpu, shares);
+		// compared before anything is sized by them: the kfd image's sizes are not bounded
+		if (layout.sizes != dumped->bo_sizes)
+			fail(-EBADMSG,
+			     "image %s of GPU 0x%04x is refused: the kfd image gives it %zu BOs, but its checksums "
+			     "were "
+			     "made for %zu BOs of other sizes",
+			     pages.c_str(), gpu, layout.sizes.size(), dumped->bo_sizes.size());
 		if (!dumped->in_chain.empty() && !chain)
 			chain.emplace(ImageChain::below(dir.dirfd()));
 		const std::vector<BlockSum> read =

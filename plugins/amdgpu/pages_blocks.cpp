@@ -52,6 +52,9 @@ void PagesSink::put(std::span<const uint8_t> bytes, ImageWriter &image)
 
 PagesSums PagesSink::finish(const ImageWriter &image)
 {
+	if (summer_.sums().size() != summer_.grid().size() || !pending_.empty())
+		fail(-EIO, "GPU 0x%04x: %zu of the %zu blocks of its BOs were copied", gpu_id_, summer_.sums().size(),
+		     summer_.grid().size());
 	PagesSums sums;
 	sums.gpu_id = gpu_id_;
 	sums.stored_size = image.written();
@@ -106,6 +109,11 @@ size_t ChainedPages::block_at(uint64_t offset) const
 
 std::vector<ChainedPages::Piece> ChainedPages::split(uint64_t offset, uint64_t len) const
 {
+	const uint64_t size = blocks_.empty() ? 0 : blocks_.back().offset + blocks_.back().len;
+	if (offset > size || len > size - offset)
+		fail(-EINVAL, "image %s: bytes 0x%llx..0x%llx lie past its BOs' 0x%llx", image_name_.c_str(),
+		     static_cast<unsigned long long>(offset), static_cast<unsigned long long>(offset + len),
+		     static_cast<unsigned long long>(size));
 	std::vector<Piece> out;
 	const uint64_t end = offset + len;
 	for (size_t i = len ? block_at(offset) : blocks_.size(); i < blocks_.size() && blocks_[i].offset < end; i++) {

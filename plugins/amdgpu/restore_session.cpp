@@ -296,14 +296,28 @@ std::vector<RestoreSession::GpuContents> RestoreSession::restore_contents(uint32
 		elsewhere.push_back(s.role == ShareRole::taker);
 	std::vector<GpuCopyJob> jobs;
 	std::vector<unique_fd> copy_fds;
+	// criu's `parent` chain, for images that take blocks from it: open only while they are copied
+	// (its directory fds must not stay in the task)
+	std::optional<ImageChain> chain;
 	for (const auto &[user, actual] : map.gpu_ids) {
 		GpuCopyJob job = copy_job(local_topology(), user, actual, bos, elsewhere);
 		if (!job.sizes.empty())
 			job.render_fd = copy_fds.emplace_back(open_render_node(actual)).get();
 		if (const PagesSums *dumped = sums ? sums->pages_of(user) : nullptr;
 		    dumped && !dumped->in_chain.empty()) {
+			if (dumped->bo_sizes != job.sizes)
+				fail(-EBADMSG,
+				     "image %s of GPU 0x%04x is refused: the kfd image gives it %zu BOs, but its "
+				     "checksums were made for %zu BOs of other sizes",
+				     pages_image_name(id, user).c_str(), user, job.sizes.size(),
+				     dumped->bo_sizes.size());
+			if (!chain) {
+				chain.emplace(ImageChain::below(image_dir_.dirfd()));
+				if (!chain->cut_short().empty())
+					pr_warn("%s", chain->cut_short().c_str());
+			}
 			job.sums = dumped;
-			job.chain = &chain();
+			job.chain = &*chain;
 		}
 		jobs.push_back(std::move(job));
 	}
@@ -317,17 +331,6 @@ std::vector<RestoreSession::GpuContents> RestoreSession::restore_contents(uint32
 				     std::move(stats[i].sums.blocks) });
 	}
 	return contents;
-}
-
-// criu's `parent` chain, for images that take blocks from it; looked at once per task.
-const ImageChain &RestoreSession::chain()
-{
-	if (!chain_) {
-		chain_.emplace(ImageChain::below(image_dir_.dirfd()));
-		if (!chain_->cut_short().empty())
-			pr_warn("%s", chain_->cut_short().c_str());
-	}
-	return *chain_;
 }
 
 std::optional<ImageSums> RestoreSession::read_sums(uint32_t id, std::span<const uint8_t> kfd_payload)

@@ -27,11 +27,12 @@
 // moved (KFD's import does not say where the buffer would be mapped): criu's request to map it
 // fails the restore, naming it; the dump makes the one holder that maps a buffer its restorer.
 //
-// What is restored is what was dumped (image_checksums.hpp): the kfd image's payload and every block
-// of GPU memory read back are checked against the dump's sums before the restore goes on, and a
-// mismatch fails it naming the image, GPU, BO and offset. Images without sums restore unverified,
-// with a warning. Blocks an incremental dump left to earlier checkpoints are read from criu's
-// `parent` chain (image_chain.hpp) and checked the same way.
+// What is restored is what was dumped (image_checksums.hpp): the kfd image's payload and every
+// block of GPU memory read from the images into staging are checked against the dump's sums before
+// the restore goes on, and a mismatch fails it naming the image, GPU, BO and offset. Images without
+// sums restore unverified, with a warning. Blocks an incremental dump left to earlier checkpoints
+// are read from criu's `parent` chain (image_chain.hpp), open only while the copy runs, and checked
+// the same way.
 //
 // Nothing of the plugin's stays in the task. KFD keeps its own reference to each GPU's render file
 // once RESTORE succeeded, so the render fds of GPUs the task does not use are closed right away.
@@ -127,7 +128,6 @@ private:
 						  std::span<const kfd_criu_bo_bucket> bos,
 						  std::span<const BoShare> shares,
 						  const std::optional<ImageSums> &sums);
-	const ImageChain &chain();
 	// The sums image if there is one, the kfd image's payload checked against it.
 	std::optional<ImageSums> read_sums(uint32_t id, std::span<const uint8_t> kfd_payload);
 	void check_contents(uint32_t id, uint32_t pid, const std::optional<ImageSums> &sums,
@@ -174,7 +174,6 @@ private:
 	ContentCopier &copier_;
 	pid_t owner_;
 	std::optional<Topology> local_;
-	std::optional<ImageChain> chain_; // earlier checkpoints (image_chain.hpp)
 	std::optional<GpuMap> map_;
 	bool searched_own_image_ = false;
 	std::map<uint32_t, CriuRenderNodePtr> retried_render_; // by file id: read, set aside for a retry

@@ -180,6 +180,44 @@ TEST_F(ImageChainTest, AParentThatCannotBeUsedCutsTheChainShortAndIsNotLeanedOn)
 	EXPECT_NE(none.cut_short().find("`parent` (../gone) cannot be opened"), std::string::npos) << none.cut_short();
 }
 
+TEST_F(ImageChainTest, AChainThatLoopsIsFollowedOnce)
+{
+	const fs::path one = level("1");
+	dump_pages(one, 1, payload, 1 * MiB);
+	fs::create_directory_symlink(".", one / "parent"); // 1's parent is 1
+	const fs::path two = level("2", "1");
+	const unique_fd fd(open(two.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	const ImageChain chain = ImageChain::below(fd.get());
+	EXPECT_EQ(chain.depth(), 1u);
+	EXPECT_NE(chain.cut_short().find("`parent` leads back to a directory of the chain"), std::string::npos)
+		<< chain.cut_short();
+	const PagesSums again = dump_pages(two, 2, payload, 1 * MiB);
+	EXPECT_EQ(again.stored_size, 0u);
+	EXPECT_EQ(restore_pages(two, 2, again), payload);
+}
+
+TEST_F(ImageChainTest, PiecesPastTheBlocksAndAnUnfinishedSinkAreRefused)
+{
+	const PagesSums full = dump_pages(level("1"), 1, payload, 1 * MiB);
+	const PagesSums again = dump_pages(level("2", "1"), 2, payload, 1 * MiB);
+	const unique_fd fd(open((root.path() / "2").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	const ImageChain chain = ImageChain::below(fd.get());
+	const ChainedPages pages(again, chain, pages_image_name(2, kGpu));
+	EXPECT_THROW(pages.split(payload.size() - 10, 20), Error);
+	EXPECT_EQ(pages.split(0, payload.size()).back().offset + pages.split(0, payload.size()).back().len,
+		  payload.size());
+
+	const fs::path three = level("3");
+	const unique_fd three_fd(open(three.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	PagesSink sink(kGpu, kSizes, &chain);
+	ImageWriter image(ImageDir::files(three_fd.get()), pages_image_name(3, kGpu), payload.size(),
+			  ImageWriter::Sizing::at_most);
+	sink.put({ payload.data(), 1 * MiB + 5 }, image); // a block and a piece of the next
+	image.finish();
+	EXPECT_THROW(sink.finish(image), Error);
+	EXPECT_EQ(full.blocks.size(), 7u);
+}
+
 TEST_F(ImageChainTest, ABlockNoImageOfTheChainHoldsRefusesTheRestoreNamingIt)
 {
 	dump_pages(level("1"), 1, payload, 1 * MiB);

@@ -7,6 +7,7 @@
 // mapping to move, and (once the session is gone) no fd of the plugin's.
 #include "restore_session.hpp"
 
+#include "criu_host.hpp"
 #include "dump_session.hpp"
 #include "error.hpp"
 #include "image_store.hpp"
@@ -26,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <csignal>
@@ -219,10 +221,16 @@ TEST_F(RestoreSessionTest, ABitFlippedInTheKfdImageIsRefusedBeforeKfdCreatesAnyt
 TEST_F(RestoreSessionTest, ImagesWithoutSumsRestoreUnverified)
 {
 	std::filesystem::remove(images.path() / sums_image_name(kFileId));
+	std::vector<std::string> lines;
+	host::set_log_sink([&](unsigned int, const std::string &line) { lines.push_back(line); });
 	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
 	const auto result = restore(session);
+	host::set_log_sink(nullptr);
 	ASSERT_TRUE(std::holds_alternative<int>(result)) << std::get<Error>(result).what();
 	close(std::get<int>(result));
+	EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string &l) {
+		return l.find("GPU contents restored unverified") != std::string::npos;
+	}));
 }
 
 // From files, a render node that comes before its task's kfd file finds that image by listing the

@@ -50,6 +50,7 @@ for i in 1 2 3 4 5; do
 			tap_not_ok "the task rewrites a tenth of its GPU memory before dump $i" "${WL_REWRITE:-no answer}"
 		fi
 	fi
+	[ "$i" != 5 ] || task_snapshot "$pid" "$RESULTS_DIR/39.dumped"
 	tap_dump "dump $i${args[*]:+ (${args[*]})}" "$pid" "$base/$i" "${args[@]}" || break
 	mib=$(written_mib "$CRIU_LAST_LOG")
 	log "dump $i: $mib MiB of GPU memory written"
@@ -73,6 +74,8 @@ tap_check "amdgpu-topology --verify: the last checkpoint is intact, read through
 tap_restore "restore from the last of five dumps" "$base/5"
 tap_log_has "the restore read GPU memory from the earlier checkpoints" "$CRIU_LAST_LOG" \
 	"amdgpu_plugin: pid [0-9]+: restored GPU 0x[0-9a-f]+: .* MiB read from earlier checkpoints"
+tap_same_task "restored from the last of five dumps (no image directory of the chain left open in it)" \
+	"$RESULTS_DIR/39.dumped" "$pid"
 tap_alive_verified "restored from the last of five dumps" "$pid" "$state"
 
 # a parent that lost its sums: the next dump writes the whole of the GPU memory again
