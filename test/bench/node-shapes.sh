@@ -21,6 +21,7 @@
 #   SINK_MBPS=40     sink-bound limit (both GPUs together)
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
+. test/bench/sink-lib.sh
 
 mib=${SHAPES_MIB:-128}
 engine_mbps=${ENGINE_MBPS:-40}
@@ -29,28 +30,7 @@ sink_mbps=${SINK_MBPS:-40}
 [ -n "$CRIU_LIBDIR" ] || { echo "plugin not built"; exit 77; }
 [ -x test/e2e/bin/kfd_workload ] || { echo "workloads not built (make -C test/e2e)"; exit 77; }
 
-cg=/sys/fs/cgroup/bench-sink
-loopdev= mnt=/run/bench-sink
-cleanup() {
-	umount "$mnt" 2>/dev/null
-	[ -z "$loopdev" ] || losetup -d "$loopdev" 2>/dev/null
-	rm -f /tmp/bench-sink.img
-	rmdir "$cg" 2>/dev/null
-}
-trap cleanup EXIT
-
-# the sink-bound shape's device: ext4 on a loop device over guest RAM, limited by io.max
-setup_slow_sink() {
-	local majmin
-	modprobe loop && modprobe ext4 || return 1
-	truncate -s $((6 * mib + 1024))M /tmp/bench-sink.img &&
-		loopdev=$(losetup -f --show /tmp/bench-sink.img) &&
-		mkfs.ext4 -q -F "$loopdev" && mkdir -p "$mnt" && mount "$loopdev" "$mnt" || return 1
-	majmin=$(($(stat -c '0x%t' "$loopdev"))):$(($(stat -c '0x%T' "$loopdev")))
-	mkdir -p "$cg" &&
-		echo "$majmin rbps=$((sink_mbps * 1000000)) wbps=$((sink_mbps * 1000000))" >"$cg/io.max" || return 1
-	echo "sink-bound sink: ext4 on $loopdev ($majmin), io.max $(cat "$cg/io.max")"
-}
+trap sink_cleanup EXIT
 
 # sink_mbps_of <dir>: what two writers of SHAPES_MIB each achieve together there, in MB/s
 sink_mbps_of() {
@@ -77,8 +57,7 @@ one() {
 	wait_for "! kill -0 $pid 2>/dev/null" 10 || wl_kill "$pid"
 	local on_disk
 	on_disk=$(du -k -c "$imgs"/amdgpu-pages-*.img | awk 'END { printf "%.1f", $1 / 1024 }')
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
+	sink_drop_caches
 	criu restore -D "$imgs" -d --shell-job --libdir "$CRIU_LIBDIR" -v4 \
 		-o "$RESULTS_DIR/shapes-$shape-$label-restore.log" || { echo "$shape $label: criu restore failed"; return 1; }
 	local verdict
@@ -115,20 +94,16 @@ done
 emu_unload
 
 # sink-bound: SINK_MBPS for both GPUs, the engines 4x their share
-setup_slow_sink || { echo "cannot set up the rate-limited sink"; exit 1; }
+sink_setup $((6 * mib + 1024)) "$sink_mbps" || { echo "cannot set up the rate-limited sink"; exit 1; }
 share=$((sink_mbps / 2))
-dirty_bytes=$(cat /proc/sys/vm/dirty_bytes) dirty_bg=$(cat /proc/sys/vm/dirty_background_bytes)
-echo $((8 << 20)) >/proc/sys/vm/dirty_bytes
-echo $((4 << 20)) >/proc/sys/vm/dirty_background_bytes
+sink_dirty_small
 emu_load preset=2xmi210 sdma_mbps=$((4 * share)) || exit 1
-# from here on this script, the workloads and criu do their I/O in the limited cgroup (criu
-# restores a task into the cgroup it was dumped from, and the plugin reads in the restored task)
-echo "$BASHPID" >"$cg/cgroup.procs" || { echo "cannot enter $cg"; exit 1; }
+# from here on this script, the workloads and criu do their I/O in the limited cgroup
+sink_enter || { echo "cannot enter $SINK_CG"; exit 1; }
 for d in "${data[@]}"; do
-	one sink-bound "${d%%|*}" "${d#*|}" $((4 * share)) "$share" "$mnt/images" || status=1
+	one sink-bound "${d%%|*}" "${d#*|}" $((4 * share)) "$share" "$SINK_MNT/images" || status=1
 done
-echo "$BASHPID" >/sys/fs/cgroup/cgroup.procs
+sink_leave
 emu_unload
-echo "$dirty_bytes" >/proc/sys/vm/dirty_bytes
-echo "$dirty_bg" >/proc/sys/vm/dirty_background_bytes
+sink_dirty_restore
 exit $status

@@ -18,4 +18,6 @@ else
 fi
 echo "=== Checkpoint cost at two shapes of node: engine-bound and sink-bound, dense and sparse VRAM (QEMU guest)"
 test/vm/run.sh --mem 4096 --timeout 1500 -- test/bench/node-shapes.sh || status=1
+echo "=== Incremental GPU dumps against whole ones, restore from a chain, the checksums' cost (QEMU guest)"
+test/vm/run.sh --mem 4096 --timeout 1800 -- test/bench/incremental.sh || status=1
 exit $status
