@@ -9,6 +9,8 @@ echo "=== GPU matcher (host)"
 build/bench/matcher_bench || status=1
 echo "=== The dump's zero test (host)"
 build/bench/zero_test_bench || status=1
+echo "=== The checksums of GPU memory (host)"
+build/bench/checksum_bench || status=1
 
 echo "=== BO transfer through the emulated SDMA engine (QEMU guest)"
 if [ -x test/bench/transfer.sh ]; then
