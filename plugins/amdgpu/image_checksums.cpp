@@ -104,29 +104,34 @@ private:
 void BlockSummer::add(std::span<const uint8_t> bytes)
 {
 	const Stopwatch watch(seconds_);
-	const uint8_t *p = bytes.data();
-	uint64_t n = bytes.size();
-	while (n) {
-		if (sums_.size() == grid_.size())
-			fail(-EINVAL, "%llu bytes more than the %zu blocks of the BOs hold",
-			     static_cast<unsigned long long>(n), grid_.size());
-		const uint64_t len = std::min(n, grid_[sums_.size()].len - seen_);
-		take(p, len);
-		p += len;
-		n -= len;
-	}
+	feed(bytes.data(), bytes.size());
 }
 
 void BlockSummer::add_zeros(uint64_t n)
 {
 	const Stopwatch watch(seconds_);
+	feed(nullptr, n);
+}
+
+void BlockSummer::feed(const uint8_t *bytes, uint64_t n)
+{
 	while (n) {
 		if (sums_.size() == grid_.size())
 			fail(-EINVAL, "%llu bytes more than the %zu blocks of the BOs hold",
 			     static_cast<unsigned long long>(n), grid_.size());
 		const uint64_t len = std::min(n, grid_[sums_.size()].len - seen_);
-		take(nullptr, len);
+		take(bytes, len);
+		if (bytes)
+			bytes += len;
 		n -= len;
+	}
+}
+
+void BlockSummer::hash_zeros(uint64_t n)
+{
+	for (uint64_t k; n; n -= k) {
+		k = std::min<uint64_t>(n, sizeof(kZeros));
+		XXH3_128bits_update(state_->xxh, kZeros, k);
 	}
 }
 
@@ -136,24 +141,13 @@ void BlockSummer::take(const uint8_t *bytes, uint64_t n)
 {
 	if (!hashing_ && bytes && !is_zero(bytes, n)) {
 		XXH3_128bits_reset(state_->xxh);
-		for (uint64_t z = seen_; z;) {
-			const uint64_t k = std::min<uint64_t>(z, sizeof(kZeros));
-			XXH3_128bits_update(state_->xxh, kZeros, k);
-			z -= k;
-		}
+		hash_zeros(seen_);
 		hashing_ = true;
 	}
-	if (hashing_) {
-		if (bytes) {
-			XXH3_128bits_update(state_->xxh, bytes, n);
-		} else {
-			for (uint64_t z = n; z;) {
-				const uint64_t k = std::min<uint64_t>(z, sizeof(kZeros));
-				XXH3_128bits_update(state_->xxh, kZeros, k);
-				z -= k;
-			}
-		}
-	}
+	if (hashing_ && bytes)
+		XXH3_128bits_update(state_->xxh, bytes, n);
+	else if (hashing_)
+		hash_zeros(n);
 	seen_ += n;
 	if (seen_ == grid_[sums_.size()].len)
 		close_block();

@@ -86,8 +86,11 @@ public:
 
 private:
 	struct State;
-	// `bytes` null: `n` zeros. Never crosses the end of the current block.
+	// `bytes` null: `n` zeros.
+	void feed(const uint8_t *bytes, uint64_t n);
+	// The same, never crossing the end of the current block.
 	void take(const uint8_t *bytes, uint64_t n);
+	void hash_zeros(uint64_t n);
 	void close_block();
 
 	std::vector<BlockPlace> grid_;

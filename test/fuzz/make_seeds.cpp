@@ -99,32 +99,21 @@ std::string render_image(uint32_t gpu_id, uint32_t minor)
 	return image_bytes(render_image_name(1), [&](const ImageDir &dir) { write_criu_render_node(dir, 1, msg); });
 }
 
-// Sums of a process on two GPUs: one with a 3 MiB BO, one without BOs.
-std::string sums_image()
+// Sums of a process on two GPUs: one with a 3 MiB BO, one without BOs; `incremental`: the BO's
+// middle block is left to an earlier checkpoint.
+std::string sums_image(bool incremental)
 {
 	ImageSums sums;
 	sums.kfd = digest_of(std::vector<uint8_t>(16, 0));
 	std::vector<uint8_t> data(kSumBlock, 0x5a);
-	sums.pages.push_back({ 0x4f1e,
-			       3 * kSumBlock,
-			       { 3 * kSumBlock },
-			       { { true, {} }, { false, digest_of(data) }, { true, {} } },
-			       {} });
+	PagesSums &gpu = sums.pages.emplace_back();
+	gpu.gpu_id = 0x4f1e;
+	gpu.bo_sizes = { 3 * kSumBlock };
+	gpu.blocks = { { true, {} }, { false, digest_of(data) }, { true, {} } };
+	if (incremental)
+		gpu.in_chain = { false, true, false };
+	gpu.stored_size = gpu.stored_bytes();
 	sums.pages.push_back({ 0x7e2a, 0, {}, {}, {} });
-	return image_bytes(sums_image_name(1), [&](const ImageDir &dir) { write_image_sums(dir, 1, sums); });
-}
-
-// The same, dumped incrementally: the middle block is left to an earlier checkpoint.
-std::string incremental_sums_image()
-{
-	ImageSums sums;
-	sums.kfd = digest_of(std::vector<uint8_t>(16, 0));
-	std::vector<uint8_t> data(kSumBlock, 0x5a);
-	sums.pages.push_back({ 0x4f1e,
-			       2 * kSumBlock,
-			       { 3 * kSumBlock },
-			       { { true, {} }, { false, digest_of(data) }, { true, {} } },
-			       { false, true, false } });
 	return image_bytes(sums_image_name(1), [&](const ImageDir &dir) { write_image_sums(dir, 1, sums); });
 }
 
@@ -163,8 +152,8 @@ int main(int argc, char **argv)
 	for (const char *name : { "mi210-2gpu-pcie", "mi100-1gpu", "mi210-2gpu-cgroup-hidden", "mi250x-4card" })
 		save(out / "kfd_image" / name, kfd_image(parse_topology(kFixtures / name)));
 	save(out / "render_image" / "renderD128", render_image(0x4f1e, 128));
-	save(out / "sums_image" / "two-gpus", sums_image());
-	save(out / "sums_image" / "incremental", incremental_sums_image());
+	save(out / "sums_image" / "two-gpus", sums_image(false));
+	save(out / "sums_image" / "incremental", sums_image(true));
 	const std::string two_gpus("\x01\0\0\0\0\0\0\0\xd1\0\0\0\0\0\0\0\xd2\0\0\0\0\0\0\0\xb0", 25);
 	save(out / "priv_data" / "two-gpus-onto-four", std::string("\x02\x04", 2) + two_gpus);
 	save(out / "priv_data" / "two-gpus-onto-two", std::string("\x02\x02", 2) + two_gpus);

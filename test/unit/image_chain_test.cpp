@@ -11,6 +11,7 @@
 #include "image_store.hpp"
 #include "pages_blocks.hpp"
 
+#include "support/random_bytes.hpp"
 #include "support/temp_dir.hpp"
 
 #include <sys/stat.h>
@@ -32,14 +33,7 @@ constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
 constexpr uint32_t kGpu = 0x4b53;
 const std::vector<uint64_t> kSizes { 3 * MiB + 4 * KiB, 2 * MiB, 64 * KiB };
 
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed)
-{
-	std::mt19937 rng(seed);
-	std::vector<uint8_t> b(n);
-	for (auto &x : b)
-		x = static_cast<uint8_t>(rng());
-	return b;
-}
+using test::random_bytes;
 
 uint64_t total_of(const std::vector<uint64_t> &sizes)
 {

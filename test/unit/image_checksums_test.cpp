@@ -7,6 +7,7 @@
 #include "error.hpp"
 #include "image_checksums.hpp"
 
+#include "support/random_bytes.hpp"
 #include "support/temp_dir.hpp"
 
 #include <random>
@@ -20,14 +21,7 @@ namespace {
 
 constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
 
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed)
-{
-	std::mt19937 rng(seed);
-	std::vector<uint8_t> b(n);
-	for (auto &x : b)
-		x = static_cast<uint8_t>(rng());
-	return b;
-}
+using test::random_bytes;
 
 std::string error_of(const auto &fn)
 {
