@@ -302,14 +302,19 @@ std::optional<ImageSums> read_image_sums(const ImageDir &dir, uint32_t id)
 	return unpack_image_sums(read_payload(*reader), name);
 }
 
-void check_pages_sums(const PagesSums &dumped, std::span<const BlockSum> restored, std::span<const uint64_t> bo_sizes,
-		      std::span<const uint64_t> addrs, const std::string &image)
+void check_bo_sizes(const PagesSums &dumped, std::span<const uint64_t> bo_sizes, const std::string &image)
 {
 	if (!std::equal(bo_sizes.begin(), bo_sizes.end(), dumped.bo_sizes.begin(), dumped.bo_sizes.end()))
 		fail(-EBADMSG,
 		     "image %s of GPU 0x%04x is refused: the kfd image gives it %zu BOs, but its checksums were made "
 		     "for %zu BOs of other sizes",
 		     image.c_str(), dumped.gpu_id, bo_sizes.size(), dumped.bo_sizes.size());
+}
+
+void check_pages_sums(const PagesSums &dumped, std::span<const BlockSum> restored, std::span<const uint64_t> bo_sizes,
+		      std::span<const uint64_t> addrs, const std::string &image)
+{
+	check_bo_sizes(dumped, bo_sizes, image);
 	const std::vector<BlockPlace> grid = block_grid(bo_sizes);
 	if (restored.size() != grid.size())
 		fail(-EBADMSG, "image %s of GPU 0x%04x: %zu blocks were read of the %zu its BOs make", image.c_str(),

@@ -132,10 +132,15 @@ ImageSums unpack_image_sums(std::span<const uint8_t> bytes, const std::string &n
 void write_image_sums(const ImageDir &dir, uint32_t id, const ImageSums &sums);
 std::optional<ImageSums> read_image_sums(const ImageDir &dir, uint32_t id);
 
+// The BOs the kfd image names for a pages image against those its sums were made for: throws
+// Error(-EBADMSG) naming the image when they differ. Cheap: call it before anything is sized by
+// the kfd image's sizes, which are not bounded.
+void check_bo_sizes(const PagesSums &dumped, std::span<const uint64_t> bo_sizes, const std::string &image);
+
 // What the restore read of one GPU against what the dump wrote. `bo_sizes` and `addrs` are the
 // BOs the kfd image names for the pages image. Throws Error(-EBADMSG) naming the image, the GPU,
 // the BO, the offset in it and the block, for the first block that differs, or for BOs that are
-// not the ones the sums were made of.
+// not the ones the sums were made of (check_bo_sizes()).
 void check_pages_sums(const PagesSums &dumped, std::span<const BlockSum> restored, std::span<const uint64_t> bo_sizes,
 		      std::span<const uint64_t> addrs, const std::string &image);
 

@@ -129,12 +129,7 @@ ImagesVerdict verify_process_images(const ImageDir &dir, uint32_t id)
 			     sums_image_name(id).c_str(), gpu, pages.c_str());
 		const PagesLayout layout = pages_layout(*msg, gpu, shares);
 		// compared before anything is sized by them: the kfd image's sizes are not bounded
-		if (layout.sizes != dumped->bo_sizes)
-			fail(-EBADMSG,
-			     "image %s of GPU 0x%04x is refused: the kfd image gives it %zu BOs, but its checksums "
-			     "were "
-			     "made for %zu BOs of other sizes",
-			     pages.c_str(), gpu, layout.sizes.size(), dumped->bo_sizes.size());
+		check_bo_sizes(*dumped, layout.sizes, pages);
 		if (!dumped->in_chain.empty() && !chain)
 			chain.emplace(ImageChain::below(dir.dirfd()));
 		const std::vector<BlockSum> read =

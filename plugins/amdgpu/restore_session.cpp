@@ -305,12 +305,7 @@ std::vector<RestoreSession::GpuContents> RestoreSession::restore_contents(uint32
 			job.render_fd = copy_fds.emplace_back(open_render_node(actual)).get();
 		if (const PagesSums *dumped = sums ? sums->pages_of(user) : nullptr;
 		    dumped && !dumped->in_chain.empty()) {
-			if (dumped->bo_sizes != job.sizes)
-				fail(-EBADMSG,
-				     "image %s of GPU 0x%04x is refused: the kfd image gives it %zu BOs, but its "
-				     "checksums were made for %zu BOs of other sizes",
-				     pages_image_name(id, user).c_str(), user, job.sizes.size(),
-				     dumped->bo_sizes.size());
+			check_bo_sizes(*dumped, job.sizes, pages_image_name(id, user));
 			if (!chain) {
 				chain.emplace(ImageChain::below(image_dir_.dirfd()));
 				if (!chain->cut_short().empty())
