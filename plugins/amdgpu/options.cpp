@@ -34,6 +34,7 @@ constexpr BoolVar kMatchVars[] = {
 };
 
 constexpr const char *kMaxBufferVar = "KFD_MAX_BUFFER_SIZE";
+constexpr const char *kOverlapVar = "KFD_OVERLAP_COPY";
 
 constexpr std::string_view kOptionPrefix = "amdgpu.";
 
@@ -46,7 +47,7 @@ struct Setting {
 
 bool is_known(const std::string &name)
 {
-	if (name == kMaxBufferVar)
+	if (name == kMaxBufferVar || name == kOverlapVar)
 		return true;
 	return std::any_of(std::begin(kMatchVars), std::end(kMatchVars),
 			   [&](const BoolVar &v) { return name == v.name; });
@@ -209,6 +210,18 @@ void read_max_buffer_size(const Settings &settings, Options &options)
 	}
 }
 
+// KFD_OVERLAP_COPY: a boolean, like the matching switches.
+void read_overlap_copy(const Settings &settings, Options &options)
+{
+	const std::optional<Setting> s = settings.get(kOverlapVar);
+	if (!s)
+		return;
+	options.origins.emplace_back(kOverlapVar, s->origin);
+	if (!parse_env_bool(s->value.c_str(), options.overlap_copy))
+		options.errors.push_back(strprintf("%s='%s' is not a boolean (use 0, 1, no or yes)", s->quoted.c_str(),
+						   s->value.c_str()));
+}
+
 } // namespace
 
 Options options_from(EnvLookup lookup, const std::vector<std::string> &plugin_args)
@@ -217,6 +230,7 @@ Options options_from(EnvLookup lookup, const std::vector<std::string> &plugin_ar
 	const Settings settings(lookup, plugin_args, options.errors);
 	options.match = read_match_policy(settings, &options, options.errors);
 	read_max_buffer_size(settings, options);
+	read_overlap_copy(settings, options);
 	return options;
 }
 
@@ -237,6 +251,7 @@ std::vector<std::string> describe(const Options &options)
 		lines.push_back(strprintf("param: %s:%c", var.name, options.match.*var.field ? 'Y' : 'N'));
 	lines.push_back(
 		strprintf("param: %s:0x%llx", kMaxBufferVar, static_cast<unsigned long long>(options.max_buffer_size)));
+	lines.push_back(strprintf("param: %s:%c", kOverlapVar, options.overlap_copy ? 'Y' : 'N'));
 	// Upstream's lines stay as they are; where a value came from criu's options is said apart.
 	for (const auto &[name, origin] : options.origins)
 		if (origin == "plugin option")

@@ -23,6 +23,9 @@ inline constexpr uint64_t kDefaultMaxBufferSize = 64ull << 20;
 struct Options {
 	MatchPolicy match;
 	uint64_t max_buffer_size = kDefaultMaxBufferSize;
+	// KFD_OVERLAP_COPY: the GPU copy runs beside criu's own work wherever criu allows it (the
+	// default); 0 puts it in series with criu's work, where the hook that starts it runs.
+	bool overlap_copy = true;
 
 	// Where each setting that is not at its default came from, for the init log:
 	// "KFD_FW_VER_CHECK" -> "plugin option" or "environment".
@@ -55,7 +58,7 @@ bool parse_env_bool(const char *value, bool &out);
 bool parse_env_size(const char *value, uint64_t &out);
 
 // The lines "param: NAME:Y" / "param: KFD_MAX_BUFFER_SIZE:0x4000000" that init logs (upstream's
-// format), then "param: NAME set by plugin option amdgpu.NAME" for each value criu's options set.
+// format, and this plugin's KFD_OVERLAP_COPY the same way), then "param: NAME set by plugin option amdgpu.NAME" for each value criu's options set.
 std::vector<std::string> describe(const Options &options);
 
 } // namespace amdgpu

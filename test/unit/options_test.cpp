@@ -125,10 +125,22 @@ TEST_F(OptionsTest, InitLogLinesMatchUpstreamFormat)
 {
 	fake_env = { { "KFD_FW_VER_CHECK", "0" }, { "KFD_MAX_BUFFER_SIZE", "2M" } };
 	const auto lines = describe(load());
-	ASSERT_EQ(lines.size(), 8u);
+	ASSERT_EQ(lines.size(), 9u);
 	EXPECT_EQ(lines[0], "param: KFD_FW_VER_CHECK:N");
 	EXPECT_EQ(lines[1], "param: KFD_SDMA_FW_VER_CHECK:Y");
 	EXPECT_EQ(lines[7], "param: KFD_MAX_BUFFER_SIZE:0x200000");
+	EXPECT_EQ(lines[8], "param: KFD_OVERLAP_COPY:Y");
+}
+
+TEST_F(OptionsTest, OverlapCopyIsABooleanOnByDefault)
+{
+	EXPECT_TRUE(load().overlap_copy);
+	fake_env = { { "KFD_OVERLAP_COPY", "no" } };
+	EXPECT_FALSE(load().overlap_copy);
+	fake_env = { { "KFD_OVERLAP_COPY", "later" } };
+	const Options o = load();
+	ASSERT_EQ(o.errors.size(), 1u);
+	EXPECT_NE(o.errors[0].find("KFD_OVERLAP_COPY='later' is not a boolean"), std::string::npos);
 }
 
 } // namespace
