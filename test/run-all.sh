@@ -29,7 +29,7 @@ total_passed=0 total_failed=0 total_skipped=0
 # runtime client (32: bookworm runs it with 5.2.3, and 33 runs 6.4.3's and 7.2.4's clients) and
 # ROCm 6.4.3's runtime and HIP workloads restored on a larger node with other gpu_ids (e2e/61: 64
 # restores 6.4.3's runtime job of ranks there, 62 covers both workloads' other paths).
-TRIXIE_SCENARIOS='00-* 10-* 20-* 33-* e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/29-* e2e/33-* e2e/36-* e2e/39-* e2e/62-* e2e/64-* e2e/83-*'
+TRIXIE_SCENARIOS='00-* 10-* 20-* 33-* e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/29-* e2e/33-* e2e/36-* e2e/39-* e2e/44-* e2e/62-* e2e/64-* e2e/83-*'
 # What make check leaves to check-full to stay within its time: in the bookworm guest the bulk-data
 # scenarios (a 2 GiB pages file, 1 GiB of VRAM, criu's RSS bound, sparse pages), re-checkpointing
 # on other ids and the package installed with dpkg (about 7 minutes; the Podman scenarios install

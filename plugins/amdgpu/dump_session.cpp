@@ -4,6 +4,7 @@
 #include "error.hpp"
 #include "hsakmt_shm.hpp"
 #include "image_store.hpp"
+#include "copy_overlap.hpp"
 #include "device_files.hpp"
 #include "kfd_contexts.hpp"
 #include "log.hpp"
@@ -174,23 +175,25 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 		refuse_shared_buffers();
 		refuse_imports(paused.host_pid ? paused.host_pid : static_cast<pid_t>(own->info.pid));
 	}
-	const Checkpoint &cp = taken ? *taken->taken : *own;
-	const std::map<uint32_t, uint32_t> actual_to_user = user_gpu_ids(cp);
-	const std::vector<BoShare> shares = taken ? shares_of(taken->taken_for, cp) : std::vector<BoShare> {};
+	// the copy may outlive this hook: it owns the checkpoint (and its dma-buf fds) from here on
+	auto cp = std::make_shared<Checkpoint>(std::move(taken ? *taken->taken : *own));
+	if (taken)
+		taken->taken.reset(); // the queues stay paused
+	const std::map<uint32_t, uint32_t> actual_to_user = user_gpu_ids(*cp);
+	const std::vector<BoShare> shares = taken ? shares_of(taken->taken_for, *cp) : std::vector<BoShare> {};
 	try {
 		ImageSums sums;
-		sums.kfd = write_kfd_image(id, cp, actual_to_user, shares);
-		sums.pages = save_contents(id, cp, shares);
-		write_image_sums(image_dir_, id, sums);
+		sums.kfd = write_kfd_image(id, *cp, actual_to_user, shares);
+		std::vector<GpuCopyJob> jobs = copy_jobs(*cp, shares);
+		copy_contents(id, cp, std::move(jobs), std::move(sums));
 	} catch (...) {
-		remove_images(id, cp);
+		remove_images(id, image_gpus(*cp));
 		throw;
 	}
 	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-	pr_info("pid %u: saved %s (%zu GPUs, %u BOs, %u queues/events) in %.1f ms", cp.info.pid,
-		kfd_image_name(id).c_str(), actual_to_user.size(), cp.info.num_bos, cp.info.num_objects, ms);
-	if (taken)
-		taken->taken.reset(); // the dma-buf fds go now, the queues stay paused
+	pr_info("pid %u: saved %s (%zu GPUs, %u BOs, %u queues/events) in %.1f ms%s", cp->info.pid,
+		kfd_image_name(id).c_str(), actual_to_user.size(), cp->info.num_bos, cp->info.num_objects, ms,
+		copy_beside_criu() ? "; its GPU memory is being copied beside criu's dump" : "");
 }
 
 // With the whole tree seen first, a dma-buf fd of a buffer of the dump is saved as the buffer's
@@ -464,10 +467,10 @@ int DumpSession::render_fd(uint32_t gpu_id)
 	return render_fds_.emplace(gpu_id, std::move(fd)).first->second.get();
 }
 
-std::vector<PagesSums> DumpSession::save_contents(uint32_t id, const Checkpoint &cp, std::span<const BoShare> shares)
+// One pages file per GPU of the process (empty when it has no VRAM/GTT), as upstream writes them,
+// holding that GPU's BOs in bucket order. BOs carry the id the process knows.
+std::vector<GpuCopyJob> DumpSession::copy_jobs(const Checkpoint &cp, std::span<const BoShare> shares)
 {
-	// One pages file per GPU of the process (empty when it has no VRAM/GTT), as upstream writes
-	// them, holding that GPU's BOs in bucket order. BOs carry the id the process knows.
 	std::vector<GpuCopyJob> jobs;
 	for (const auto &dev : cp.devices) {
 		GpuCopyJob job =
@@ -483,14 +486,78 @@ std::vector<PagesSums> DumpSession::save_contents(uint32_t id, const Checkpoint 
 		}
 		jobs.push_back(std::move(job));
 	}
+	return jobs;
+}
+
+std::vector<PagesSums> DumpSession::save_contents(uint32_t id, uint32_t pid, std::span<const GpuCopyJob> jobs)
+{
 	std::vector<CopyStats> stats =
 		copier_.copy(CopyDirection::to_image, jobs, image_dir_, id, options_.max_buffer_size);
 	std::vector<PagesSums> sums;
 	for (CopyStats &s : stats) {
-		pr_info("pid %u: saved %s", cp.info.pid, describe(s).c_str());
+		pr_info("pid %u: saved %s", pid, describe(s).c_str());
 		sums.push_back(std::move(s.sums));
 	}
 	return sums;
+}
+
+void DumpSession::copy_contents(uint32_t id, std::shared_ptr<Checkpoint> cp, std::vector<GpuCopyJob> jobs,
+				ImageSums sums)
+{
+	if (!copy_beside_criu()) {
+		const auto start = std::chrono::steady_clock::now();
+		sums.pages = save_contents(id, cp->info.pid, jobs);
+		write_image_sums(image_dir_, id, sums);
+		series_copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+		return;
+	}
+	// Everything the copy reads is fixed before it starts: the jobs (their render fds stay open
+	// in render_fds_), the chain, the checkpoint's dma-buf fds (cp).
+	std::vector<uint32_t> gpus = image_gpus(*cp);
+	if (!worker_)
+		worker_.emplace();
+	worker_->post(
+		[this, id, cp = std::move(cp), jobs = std::move(jobs), sums = std::move(sums)](bool skip) mutable {
+			try {
+				if (skip) { // an earlier copy failed: the dump fails, and this one is not worth doing
+					remove_images(id, image_gpus(*cp));
+					return;
+				}
+				sums.pages = save_contents(id, cp->info.pid, jobs);
+				write_image_sums(image_dir_, id, sums);
+			} catch (...) {
+				remove_images(id, image_gpus(*cp));
+				throw;
+			}
+		});
+	unjoined_.emplace_back(id, std::move(gpus));
+}
+
+void DumpSession::plan_copies(bool criu_joins, std::string criu_era)
+{
+	if (!options_.overlap_copy)
+		in_series_because_ = "KFD_OVERLAP_COPY=0";
+	else if (image_dir_.streamed())
+		in_series_because_ = "the images go through criu's image streamer, in the order the restore reads them";
+	else if (!criu_joins)
+		in_series_because_ = strprintf(
+			"criu %s calls no hook after its memory dump that can still fail the dump", criu_era.c_str());
+	else
+		in_series_because_.reset();
+}
+
+void DumpSession::join_copies()
+{
+	if (!worker_ || worker_->idle())
+		return;
+	const CopyWorker::Joined joined = worker_->join();
+	unjoined_.clear();
+	pr_info("%s", describe("dump", CopyOverlap { .copy_seconds = joined.busy_seconds,
+						     .beside_seconds = joined.beside_seconds,
+						     .waited_seconds = joined.waited_seconds })
+			      .c_str());
+	if (joined.failure)
+		std::rethrow_exception(joined.failure);
 }
 
 // criu's `parent` chain (--prev-images-dir), looked at once per dump.
@@ -511,12 +578,20 @@ const ImageChain &DumpSession::chain()
 }
 
 // A failed dump leaves no image of this file for a restore to trust.
-void DumpSession::remove_images(uint32_t id, const Checkpoint &cp)
+void DumpSession::remove_images(uint32_t id, std::span<const uint32_t> gpus)
 {
 	image_dir_.remove(kfd_image_name(id));
-	for (const auto &dev : cp.devices)
-		image_dir_.remove(pages_image_name(id, dev.user_gpu_id));
+	for (const uint32_t gpu : gpus)
+		image_dir_.remove(pages_image_name(id, gpu));
 	image_dir_.remove(sums_image_name(id));
+}
+
+std::vector<uint32_t> DumpSession::image_gpus(const Checkpoint &cp)
+{
+	std::vector<uint32_t> gpus;
+	for (const auto &dev : cp.devices)
+		gpus.push_back(dev.user_gpu_id);
+	return gpus;
 }
 
 void DumpSession::dump_render_node(uint32_t id, unsigned int minor)
@@ -547,6 +622,20 @@ void DumpSession::finish()
 		paused_.clear(); // closes this helper's copies of the fds, nothing more
 		return;
 	}
+	// Copies criu never joined: the dump failed before its memory dump ended. They end before
+	// the queues run again, and leave no image behind.
+	if (worker_ && !worker_->idle()) {
+		const CopyWorker::Joined joined = worker_->join();
+		for (const auto &[id, gpus] : unjoined_)
+			remove_images(id, gpus);
+		pr_info("the dump failed before criu joined the GPU copies begun beside it (%.3f s of copy, "
+			"%.3f s waited for at the end): their images are removed",
+			joined.busy_seconds, joined.waited_seconds);
+		unjoined_.clear();
+	}
+	if (series_copy_seconds_ > 0 && in_series_because_)
+		pr_info("%s", describe_in_series("dump", series_copy_seconds_, *in_series_because_).c_str());
+	series_copy_seconds_ = 0;
 	for (PausedProcess &p : paused_)
 		resume(p);
 	paused_.clear();

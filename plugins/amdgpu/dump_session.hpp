@@ -10,8 +10,19 @@
 // paused until the whole dump is over, so that no GPU write can race criu's copy of host memory;
 // finish() then resumes them on every path where the task lives on (--leave-running, a failure
 // here or anywhere later in criu). While they are paused a guard process (dump_guard.hpp) stands
-// ready to resume them should criu die. Render-node files become amdgpu-renderD-<id>.img naming
-// their GPU.
+// ready to resume them should criu die.
+//
+// Where the GPU copy runs (copy_overlap.hpp). The contents cannot change once the queues are
+// paused, and criu hands over a task's files before it dumps the task's memory: so the copy of a
+// process's GPU memory can start at its /dev/kfd file and run beside criu's dump of host memory,
+// in a thread of the plugin's own (copy_worker.hpp). It must be joined where a failed copy still
+// fails the dump: only criu 4.3 calls a hook after the memory dump whose failure fails the dump
+// (DUMP_DEVICES_LATE, join_copies()). Under older criu, through criu's image streamer (whose
+// images must come in the order the restore reads them), or with KFD_OVERLAP_COPY=0, the copy
+// runs within the file's hook, in series with criu's work. A copy that fails beside criu removes
+// the images of its process and fails join_copies(); a dump that fails before the join waits
+// for the copies in finish(), removes their images, and only then resumes the queues. Render-node files become
+// amdgpu-renderD-<id>.img naming their GPU.
 //
 // GPU memory shared between processes (shared_buffers.hpp). criu 4.1 and newer let the session
 // look at every task of the tree before anything is written (CHECKPOINT_DEVICES, after criu froze
@@ -28,6 +39,7 @@
 #pragma once
 
 #include "bo_transfer.hpp"
+#include "copy_worker.hpp"
 #include "dump_guard.hpp"
 #include "gpu_driver.hpp"
 #include "image_chain.hpp"
@@ -46,6 +58,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -76,6 +89,13 @@ public:
 	void dump_dmabuf(int fd, uint32_t id);
 	// Whether a process with KFD state was met: the dma-buf fds of such a dump are the plugin's.
 	bool met_gpu_process() const { return !paused_.empty(); }
+
+	// Whether criu calls join_copies() after its memory dump (criu 4.3's DUMP_DEVICES_LATE);
+	// `criu_era` names the criu in the log when it does not.
+	void plan_copies(bool criu_joins, std::string criu_era);
+	// After criu dumped every task's memory: waits for the copies begun beside it, logs how much
+	// of them was hidden, and throws Error for the first that failed (its images are gone).
+	void join_copies();
 
 	// Resumes the queues of every process this session paused. Safe to call more than once;
 	// failures are logged (there is nobody left to return them to). In any process but the one
@@ -122,9 +142,14 @@ private:
 	// Both return the sums of what they wrote (image_checksums.hpp).
 	Digest write_kfd_image(uint32_t id, const Checkpoint &cp, const std::map<uint32_t, uint32_t> &actual_to_user,
 			       std::span<const BoShare> shares);
-	std::vector<PagesSums> save_contents(uint32_t id, const Checkpoint &cp, std::span<const BoShare> shares);
+	std::vector<GpuCopyJob> copy_jobs(const Checkpoint &cp, std::span<const BoShare> shares);
+	std::vector<PagesSums> save_contents(uint32_t id, uint32_t pid, std::span<const GpuCopyJob> jobs);
+	// Writes the pages and the sums: here, or beside criu. `cp` goes when the copy is done.
+	void copy_contents(uint32_t id, std::shared_ptr<Checkpoint> cp, std::vector<GpuCopyJob> jobs, ImageSums sums);
+	bool copy_beside_criu() const { return !in_series_because_; }
 	const ImageChain &chain();
-	void remove_images(uint32_t id, const Checkpoint &cp);
+	void remove_images(uint32_t id, std::span<const uint32_t> image_gpus);
+	static std::vector<uint32_t> image_gpus(const Checkpoint &cp);
 	int render_fd(uint32_t gpu_id);
 	void resume(PausedProcess &p);
 
@@ -146,6 +171,13 @@ private:
 	bool tree_seen_first_ = false; // checkpoint_task() came before the files (criu 4.1+)
 	bool version_checked_ = false;
 	pid_t owner_; // the criu process that pauses and resumes
+	// Why the copy runs in series (copy_overlap.hpp); none: beside criu, joined by join_copies().
+	std::optional<std::string> in_series_because_ = "criu calls no hook after its memory dump";
+	double series_copy_seconds_ = 0;
+	// The images of copies begun beside criu and not joined yet: (kfd id, the GPUs' image ids).
+	std::vector<std::pair<uint32_t, std::vector<uint32_t>>> unjoined_;
+	// Last: destroyed (joined) before anything its copies use.
+	std::optional<CopyWorker> worker_;
 };
 
 } // namespace amdgpu

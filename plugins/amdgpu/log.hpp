@@ -2,7 +2,16 @@
 //
 // Logging into criu's own log. criu exports print_on_level(); every line gets the
 // "amdgpu_plugin: " prefix so that `grep amdgpu_plugin dump.log` tells the whole story.
+//
+// criu's log is not thread-safe (one static buffer), and criu logs from its own thread all the
+// time. While the plugin works in threads of its own beside criu (OffThreadLogs), their lines wait
+// in a queue and reach criu's log from criu's thread: at its next plugin line, or when the
+// background work is joined.
 #pragma once
+
+#include <sys/types.h>
+
+#include <thread>
 
 namespace amdgpu {
 
@@ -15,6 +24,20 @@ enum class LogLevel : unsigned int {
 };
 
 void log(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// While one lives, lines logged by any thread other than the one that made it are queued; the
+// queue is written out by that thread's next line and when the last one ends. Made and ended by
+// criu's thread.
+class OffThreadLogs {
+public:
+	OffThreadLogs();
+	~OffThreadLogs();
+	OffThreadLogs(const OffThreadLogs &) = delete;
+	OffThreadLogs &operator=(const OffThreadLogs &) = delete;
+
+	// Writes out what the other threads logged so far.
+	static void flush();
+};
 
 } // namespace amdgpu
 

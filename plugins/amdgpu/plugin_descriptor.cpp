@@ -63,6 +63,7 @@ __attribute__((constructor)) void register_hooks()
 		{ kHookUpdateVmaMap, reinterpret_cast<void *>(hooks::update_vma_map) },
 		{ kHookResumeDevicesLate, reinterpret_cast<void *>(hooks::resume_devices_late) },
 		{ kHookCheckpointDevices, reinterpret_cast<void *>(hooks::checkpoint_devices) },
+		{ kHookDumpDevicesLate, reinterpret_cast<void *>(hooks::dump_devices_late) },
 	};
 	const CriuAbi &abi = running_criu();
 	CR_PLUGIN_DESC.max_hooks = abi.hooks;

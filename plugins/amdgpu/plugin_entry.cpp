@@ -5,9 +5,10 @@
 // exception ever crosses into criu.
 //
 // Hook contexts (criu 3.17): DUMP_EXT_FILE and HANDLE_DEVICE_VMA run in the criu process that
-// dumps; RESTORE_EXT_FILE and UPDATE_VMA_MAP run inside the task being restored; RESUME_DEVICES_LATE
-// runs in the criu main process once all tasks are restored. Which hooks criu is told about, and
-// their arguments in the criu at hand, is plugin_descriptor.cpp's and criu_abi.hpp's business.
+// dumps (as do criu 4.1's CHECKPOINT_DEVICES and 4.3's DUMP_DEVICES_LATE); RESTORE_EXT_FILE and UPDATE_VMA_MAP run
+// inside the task being restored; RESUME_DEVICES_LATE runs in the criu main process once all tasks are restored. Which
+// hooks criu is told about, and their arguments in the criu at hand, is plugin_descriptor.cpp's and criu_abi.hpp's
+// business.
 
 #include "plugin_hooks.hpp"
 
@@ -146,8 +147,11 @@ DumpSession &dump_session()
 {
 	PluginRun &r = current_run();
 	r.options.require_valid();
-	if (!r.dump)
+	if (!r.dump) {
 		r.dump = std::make_unique<DumpSession>(r.options, run_image_dir(), std::string(kDefaultTopologyDir));
+		const CriuAbi &abi = running_criu();
+		r.dump->plan_copies(abi.hooks > kHookDumpDevicesLate, std::string(abi.era));
+	}
 	return *r.dump;
 }
 
@@ -214,9 +218,10 @@ int init(int stage)
 	});
 }
 
-// Resumes the GPU queues of the dumped tasks. Every criu from 3.17 to 4.2 calls the plugins' exit
-// before it releases the dumped tasks (resumed or killed), on success and on failure alike, so
-// this is the moment; criu 4.3's DUMP_FINISH runs at the same point and would add nothing.
+// Resumes the GPU queues of the dumped tasks, after any GPU copy still running beside criu ended
+// (a dump that failed before dump_devices_late). Every criu from 3.17 to 4.3 calls the plugins'
+// exit before it releases the dumped tasks (resumed or killed), on success and on failure alike,
+// so this is the moment; criu 4.3's DUMP_FINISH runs at the same point and would add nothing.
 void exit(int stage, int ret)
 {
 	guarded("exit", [&] {
@@ -239,6 +244,19 @@ int checkpoint_devices(int pid)
 		if (files.kfd.empty())
 			return -ENOTSUP;
 		dump_session().checkpoint_task(static_cast<pid_t>(pid), std::move(files));
+		return 0;
+	});
+}
+
+// criu 4.3, once it dumped every task's memory, and the last moment a failure fails the dump: the
+// GPU copies begun beside criu's work end here (dump_session.hpp).
+int dump_devices_late(int pid)
+{
+	return guarded("dump_devices_late", [&] {
+		(void)pid;
+		if (!run || !run->dump)
+			return -ENOTSUP;
+		run->dump->join_copies();
 		return 0;
 	});
 }

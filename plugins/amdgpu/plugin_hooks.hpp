@@ -14,6 +14,7 @@ namespace amdgpu::hooks {
 int init(int stage);
 void exit(int stage, int ret);
 int checkpoint_devices(int pid);
+int dump_devices_late(int pid);
 int dump_ext_file(int fd, int id);
 int restore_ext_file(int id, bool *retry_needed);
 int handle_device_vma(int fd, const struct stat *st);

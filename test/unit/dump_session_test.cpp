@@ -24,6 +24,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -231,6 +232,108 @@ TEST_F(DumpSessionTest, MemoryOfAnotherGpuAProcessImportedRefusesTheDumpWhereCri
 	EXPECT_TRUE(gpu.called(Op::unpause, gpu.paused_fd())) << "the queues stay paused";
 	EXPECT_EQ(image_files(images.path()), std::vector<std::string>());
 	EXPECT_FALSE(fds_leaked);
+}
+
+// criu 4.3 calls a hook after its memory dump that can still fail the dump: the copy runs beside
+// criu's work from the kfd file's hook to that one (join_copies()).
+class DumpBesideCriuTest : public DumpSessionTest {
+protected:
+	std::vector<std::string> all_images() const
+	{
+		std::vector<std::string> expected { kfd_image_name(kFileId), sums_image_name(kFileId) };
+		for (const Node *g : topology.gpus())
+			expected.push_back(pages_image_name(kFileId, g->gpu_id));
+		std::sort(expected.begin(), expected.end());
+		return expected;
+	}
+	size_t index_of(Op op) const
+	{
+		const auto &calls = gpu.calls();
+		return static_cast<size_t>(
+			std::find_if(calls.begin(), calls.end(), [&](const auto &c) { return c.op == op; }) -
+			calls.begin());
+	}
+};
+
+TEST_F(DumpBesideCriuTest, TheCopyGoesOnAfterTheFileHookAndEndsAtTheJoinWithTheSameImages)
+{
+	std::promise<void> go;
+	std::shared_future<void> gate = go.get_future().share();
+	gpu.while_copying = [gate] { gate.wait_for(std::chrono::seconds(5)); };
+	const int task_fd = eventfd(0, EFD_CLOEXEC);
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		session.plan_copies(true, "4.3");
+		session.dump_kfd(task_fd, kFileId); // returns while the copy waits at the gate
+		EXPECT_EQ(image_files(images.path()), std::vector<std::string> { kfd_image_name(kFileId) })
+			<< "the pages were written before criu went on";
+		go.set_value();
+		session.join_copies();
+		EXPECT_EQ(image_files(images.path()), all_images());
+		EXPECT_EQ(gpu.count(Op::unpause), 0) << "queues resumed while criu still dumps";
+		session.finish();
+	}
+	close(task_fd);
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+	EXPECT_EQ(gpu.jobs.size(), topology.gpus().size());
+}
+
+TEST_F(DumpBesideCriuTest, ACopyThatFailsBesideCriuFailsTheJoinRemovesTheImagesAndResumesTheQueues)
+{
+	gpu.fail(Op::copy, -EIO);
+	const std::set<int> before = test::open_fds();
+	const int task_fd = eventfd(0, EFD_CLOEXEC);
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		session.plan_copies(true, "4.3");
+		session.dump_kfd(task_fd, kFileId);
+		try {
+			session.join_copies();
+			ADD_FAILURE() << "a failed copy did not fail the dump";
+		} catch (const Error &e) {
+			EXPECT_EQ(e.err(), -EIO);
+			EXPECT_NE(std::string(e.what()).find("the copy engine failed"), std::string::npos) << e.what();
+		}
+		EXPECT_EQ(image_files(images.path()), std::vector<std::string>()) << "a failed copy left images";
+		EXPECT_EQ(gpu.still_open(Op::checkpoint), std::vector<int>()) << "the copy's dma-bufs stay open";
+		session.finish();
+	}
+	close(task_fd);
+	EXPECT_TRUE(gpu.called(Op::unpause, gpu.paused_fd()));
+	EXPECT_EQ(test::open_fds(), before);
+}
+
+TEST_F(DumpBesideCriuTest, ADumpThatFailsBeforeTheJoinWaitsForTheCopyRemovesItsImagesThenResumes)
+{
+	const int task_fd = eventfd(0, EFD_CLOEXEC);
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		session.plan_copies(true, "4.3");
+		session.dump_kfd(task_fd, kFileId);
+		session.finish(); // criu failed after the file: its exit hook comes with no join
+		EXPECT_EQ(image_files(images.path()), std::vector<std::string>()) << "an unjoined copy left images";
+	}
+	close(task_fd);
+	EXPECT_EQ(gpu.count(Op::copy), static_cast<int>(topology.gpus().size()));
+	EXPECT_LT(index_of(Op::copy), index_of(Op::unpause)) << "the queues ran again before the copy ended";
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+}
+
+TEST_F(DumpBesideCriuTest, WithoutALateHookOrWithOverlapOffTheCopyEndsWithinTheFileHook)
+{
+	for (const bool late_hook : { false, true }) {
+		options.overlap_copy = late_hook ? false : true;
+		test::TempDir dir;
+		const int task_fd = eventfd(0, EFD_CLOEXEC);
+		{
+			DumpSession session(options, ImageDir::files(dir.fd()), topology_dir, gpu, gpu);
+			session.plan_copies(late_hook, "4.2");
+			session.dump_kfd(task_fd, kFileId);
+			EXPECT_EQ(image_files(dir.path()), all_images()) << "late hook " << late_hook;
+			session.finish();
+		}
+		close(task_fd);
+	}
 }
 
 // criu 4.1+ hands every task of the frozen tree to checkpoint_task() before anything is dumped.

@@ -251,6 +251,8 @@ int FakeGpu::unmap_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu
 std::vector<CopyStats> FakeGpu::copy(CopyDirection direction, std::span<const GpuCopyJob> given,
 				     const ImageDir &image_dir, uint32_t kfd_id, uint64_t)
 {
+	if (while_copying)
+		while_copying();
 	jobs.assign(given.begin(), given.end());
 	std::vector<CopyStats> stats;
 	for (const GpuCopyJob &job : given) {

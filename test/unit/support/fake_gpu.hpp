@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -76,6 +77,9 @@ public:
 	// process reused since counts too: ask before anything else is opened.
 	std::vector<int> still_open(Op op) const;
 	std::vector<GpuCopyJob> jobs; // what the last copy was given
+	// Called as a copy begins, before anything of it is recorded (a copy running beside criu is
+	// held there by the tests).
+	std::function<void()> while_copying;
 	uint32_t pid = 0;	      // PROCESS_INFO's and CHECKPOINT's pid
 
 	int open_device(const std::string &path) override;

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The thread that runs the dump's GPU copies beside criu: items run in the order posted, one at a
+// time; the first failure reaches the join and the later items only clean up; the thread's log
+// lines reach criu's log from criu's thread alone.
+#include "copy_worker.hpp"
+
+#include "criu_host.hpp"
+#include "error.hpp"
+#include "log.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace amdgpu {
+namespace {
+
+// Every line criu's log gets, with the thread that wrote it.
+class LogCapture {
+public:
+	LogCapture()
+	{
+		host::set_log_sink([this](unsigned int, const std::string &line) {
+			lines.push_back(line);
+			threads.push_back(std::this_thread::get_id());
+		});
+	}
+	~LogCapture() { host::set_log_sink(nullptr); }
+	std::vector<std::string> lines;
+	std::vector<std::thread::id> threads;
+};
+
+TEST(CopyWorker, RunsItemsInOrderOneAtATimeAndReportsTheFirstFailure)
+{
+	CopyWorker worker;
+	EXPECT_TRUE(worker.idle());
+	std::vector<std::string> seen; // written by the worker alone until the join
+	std::atomic<int> running { 0 };
+	std::atomic<int> most { 0 };
+	auto item = [&](std::string name, bool fails) {
+		return [&, name, fails](bool skip) {
+			most = std::max(most.load(), ++running);
+			seen.push_back(name + (skip ? " skipped" : ""));
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+			--running;
+			if (fails && !skip)
+				fail(-EIO, "%s failed", name.c_str());
+		};
+	};
+	worker.post(item("a", false));
+	worker.post(item("b", true));
+	worker.post(item("c", true));
+	EXPECT_FALSE(worker.idle());
+	const CopyWorker::Joined joined = worker.join();
+	EXPECT_EQ(seen, (std::vector<std::string> { "a", "b", "c skipped" }));
+	EXPECT_EQ(most.load(), 1);
+	ASSERT_TRUE(joined.failure);
+	try {
+		std::rethrow_exception(joined.failure);
+	} catch (const Error &e) {
+		EXPECT_STREQ(e.what(), "b failed");
+	}
+	EXPECT_GE(joined.busy_seconds, 0.015);
+	EXPECT_TRUE(worker.idle()) << "the join forgot nothing";
+
+	worker.post(item("d", false)); // a new round after a join starts clean
+	EXPECT_FALSE(worker.join().failure);
+}
+
+TEST(CopyWorker, TheThreadsLinesReachCriusLogFromCriusThreadInOrder)
+{
+	LogCapture capture;
+	const std::thread::id criu = std::this_thread::get_id();
+	CopyWorker worker;
+	worker.post([](bool) {
+		pr_info("first from the copy");
+		pr_info("second from the copy");
+	});
+	std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	pr_info("criu's thread goes on"); // writes out what the copy queued, then itself
+	worker.post([](bool) { pr_info("third from the copy"); });
+	worker.join();
+	pr_info("after the join");
+	const std::vector<std::string> expected { "amdgpu_plugin: first from the copy\n",
+						  "amdgpu_plugin: second from the copy\n",
+						  "amdgpu_plugin: criu's thread goes on\n",
+						  "amdgpu_plugin: third from the copy\n",
+						  "amdgpu_plugin: after the join\n" };
+	EXPECT_EQ(capture.lines, expected);
+	for (const std::thread::id t : capture.threads)
+		EXPECT_EQ(t, criu) << "a line was written into criu's log from another thread";
+}
+
+} // namespace
+} // namespace amdgpu
