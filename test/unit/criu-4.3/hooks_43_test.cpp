@@ -78,11 +78,11 @@ TEST_F(Criu43, DescriptorIsOneCriu43Accepts)
 	EXPECT_EQ(desc_->max_hooks, static_cast<unsigned int>(CR_PLUGIN_HOOK__MAX));
 	for (int id : { CR_PLUGIN_HOOK__DUMP_EXT_FILE, CR_PLUGIN_HOOK__RESTORE_EXT_FILE,
 			CR_PLUGIN_HOOK__HANDLE_DEVICE_VMA, CR_PLUGIN_HOOK__UPDATE_VMA_MAP,
-			CR_PLUGIN_HOOK__RESUME_DEVICES_LATE, CR_PLUGIN_HOOK__CHECKPOINT_DEVICES })
+			CR_PLUGIN_HOOK__RESUME_DEVICES_LATE, CR_PLUGIN_HOOK__CHECKPOINT_DEVICES,
+			CR_PLUGIN_HOOK__DUMP_DEVICES_LATE })
 		EXPECT_NE(desc_->hooks[id], nullptr) << "hook " << id;
 	// Hooks the plugin has nothing to do in stay empty: criu skips them.
-	for (int id : { CR_PLUGIN_HOOK__PAUSE_DEVICES, CR_PLUGIN_HOOK__RESTORE_INIT, CR_PLUGIN_HOOK__DUMP_DEVICES_LATE,
-			CR_PLUGIN_HOOK__UPDATE_INETSK })
+	for (int id : { CR_PLUGIN_HOOK__PAUSE_DEVICES, CR_PLUGIN_HOOK__RESTORE_INIT, CR_PLUGIN_HOOK__UPDATE_INETSK })
 		EXPECT_EQ(desc_->hooks[id], nullptr) << "hook " << id;
 }
 
@@ -92,6 +92,16 @@ TEST_F(Criu43, CheckpointDevicesPassesOnATaskWithoutGpuState)
 	using CheckpointDevices = int (*)(int);
 	const auto hook = reinterpret_cast<CheckpointDevices>(desc_->hooks[CR_PLUGIN_HOOK__CHECKPOINT_DEVICES]);
 	EXPECT_EQ(hook(getpid()), -ENOTSUP) << "a task with no /dev/kfd file is not the plugin's";
+	desc_->exit(CR_PLUGIN_STAGE__DUMP, 0);
+}
+
+// criu 4.3 calls it once per dump, after every task's memory, GPU work or not.
+TEST_F(Criu43, DumpDevicesLatePassesOnADumpWithoutGpuState)
+{
+	ASSERT_EQ(desc_->init(CR_PLUGIN_STAGE__DUMP), 0);
+	using DumpDevicesLate = int (*)(int);
+	const auto hook = reinterpret_cast<DumpDevicesLate>(desc_->hooks[CR_PLUGIN_HOOK__DUMP_DEVICES_LATE]);
+	EXPECT_EQ(hook(getpid()), -ENOTSUP) << "a dump without GPU state is not the plugin's";
 	desc_->exit(CR_PLUGIN_STAGE__DUMP, 0);
 }
 
