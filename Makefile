@@ -202,7 +202,10 @@ check-vm: all
 check-containers: all deb
 	VM_MEM=4096 VM_SCENARIOS='e2e/8*' $(MAKE) --no-print-directory check-vm
 
-bench: all
+# The benchmarks in the guest need the emulator and the workloads (the trixie guest's are built in
+# its root by test/bench/run.sh).
+bench: all emu
+	@$(MAKE) --no-print-directory -C test/e2e
 	@test/bench/run.sh
 
 demo: deps

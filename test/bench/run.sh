@@ -22,4 +22,14 @@ echo "=== Checkpoint cost at two shapes of node: engine-bound and sink-bound, de
 test/vm/run.sh --mem 4096 --timeout 1500 -- test/bench/node-shapes.sh || status=1
 echo "=== Incremental GPU dumps against whole ones, restore from a chain, the checksums' cost (QEMU guest)"
 test/vm/run.sh --mem 4096 --timeout 1800 -- test/bench/incremental.sh || status=1
+echo "=== The GPU copy beside criu's own work: criu's own time, the copy's, the part hidden, engine-bound and sink-bound (QEMU guests: trixie with criu 4.3, bookworm with criu 3.17.1)"
+# The trixie guest runs the workloads built in its own root (test/vm/README.md).
+if test/vm/trixie-build.sh build/vm/bench-trixie-build.log; then
+	# shellcheck disable=SC2016 # the guest expands $PATH
+	VM_GUEST=trixie test/vm/run.sh --mem 6144 --timeout 1200 -- 'PATH=/opt/criu-4.3:$PATH test/bench/overlap.sh' || status=1
+else
+	echo "the trixie root's build failed: see build/vm/bench-trixie-build.log"
+	status=1
+fi
+test/vm/run.sh --mem 6144 --timeout 1200 -- test/bench/overlap.sh || status=1
 exit $status

@@ -574,6 +574,7 @@ static void fill_state(FILE *f, void *ctx)
 		fprintf(f, "buffer - gpu %u kind round-pinned ptr %p size 0x%x content 0\n", i, g->round_back,
 			ROUND_MAX);
 	}
+	wl_host_state(f);
 	fprintf(f, "ready\n");
 }
 
@@ -588,6 +589,8 @@ int main(int argc, char **argv)
 	wl_guard_init();
 	wl_signals_block();
 	ret = setup(&w);
+	if (!ret)
+		ret = wl_host_setup(&w.opts);
 	if (!ret)
 		ret = wl_state_write(w.opts.state, fill_state, &w);
 	if (ret) {

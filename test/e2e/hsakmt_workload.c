@@ -406,6 +406,7 @@ static int write_state(struct ctx *c)
 	fprintf(f, "event %u type signal auto_reset 1 signaled 0\n", c->ev_auto->EventId);
 	fprintf(f, "event %u type signal auto_reset 0 signaled 0\n", c->ev_manual->EventId);
 	fprintf(f, "event %u type signal auto_reset 0 signaled 1\n", c->ev_signaled->EventId);
+	wl_host_state(f);
 	fprintf(f, "ready\n");
 	ret = wl_state_commit(f, tmp, c->o.state);
 	if (ret) {
@@ -609,7 +610,9 @@ int main(int argc, char **argv)
 	wl_signals_block();
 	c.seed = wl_seed();
 
-	ret = setup(&c);
+	ret = wl_host_setup(&c.o);
+	if (!ret)
+		ret = setup(&c);
 	if (ret)
 		return ret;
 	wl_info("%u GPU(s), %u BOs of ours, %u AQL queues, 3 events; seed 0x%016" PRIx64, c.n_gpus, c.n_bos, c.n_gpus,

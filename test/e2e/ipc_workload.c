@@ -1144,6 +1144,7 @@ static void fill_state(FILE *f, void *ctx)
 				" offset 0x%" PRIx64 "\n",
 				r, i->pid, i->held_fd, i->held, i->held_size, i->held_bo_size, i->held_offset);
 	}
+	wl_host_state(f);
 	fprintf(f, "ready\n");
 }
 
@@ -1159,6 +1160,9 @@ int main(int argc, char **argv)
 	wl_guard_init();
 	wl_signals_block();
 	ret = launcher_setup(&l);
+	/* after the ranks are forked: the launcher's alone */
+	if (!ret)
+		ret = wl_host_setup(&l.opts);
 	if (!ret)
 		ret = wl_state_write(l.opts.state, fill_state, &l);
 	if (ret) {

@@ -695,6 +695,7 @@ static int write_state(struct ctx *c)
 	fprintf(f, "event %u type signal auto_reset 1 signaled 0\n", c->ev_auto);
 	fprintf(f, "event %u type signal auto_reset 0 signaled 0\n", c->ev_manual);
 	fprintf(f, "event %u type signal auto_reset 0 signaled 1\n", c->ev_signaled);
+	wl_host_state(f);
 	fprintf(f, "ready\n");
 	ret = wl_state_commit(f, tmp, c->o.state);
 	if (ret) {
@@ -997,7 +998,9 @@ int main(int argc, char **argv)
 	c.kfd = -1;
 	c.events = -1;
 
-	ret = setup(&c);
+	ret = wl_host_setup(&c.o);
+	if (!ret)
+		ret = setup(&c);
 	if (ret)
 		return ret;
 	wl_info("%u GPU(s), %u BOs, %u queues, 3 events; seed 0x%016" PRIx64, c.n_gpus, c.n_bos, c.n_gpus, c.seed);

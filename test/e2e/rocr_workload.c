@@ -22,7 +22,8 @@
  *
  * The contract with the scenarios is the other workloads' (test/e2e/README.md):
  * READY, SIGUSR1 -> <state>.verify (every stream completes two more rounds
- * within 30 s, every byte of every round so far matched), SIGUSR2 ->
+ * within 30 s, or --hb-timeout-ms if longer: large --vram-mb behind a slow
+ * engine; every byte of every round so far matched), SIGUSR2 ->
  * <state>.heartbeat (every stream completes a round within --hb-timeout-ms).
  * --vram-mb sets each GPU's bytes in flight (split between its streams).
  */
@@ -311,7 +312,8 @@ static void verify(void *ctx, struct wl_report *r)
 {
 	struct workload *w = ctx;
 
-	await_rounds(w, r, VERIFY_ROUNDS, VERIFY_WAIT_MS, "copy rounds complete");
+	await_rounds(w, r, VERIFY_ROUNDS, w->opts.hb_timeout_ms > VERIFY_WAIT_MS ? w->opts.hb_timeout_ms : VERIFY_WAIT_MS,
+		     "copy rounds complete");
 	for (unsigned int i = 0; i < w->n_streams; i++) {
 		struct stream *s = &w->streams[i];
 
@@ -449,6 +451,7 @@ static void fill_state(FILE *f, void *ctx)
 		fprintf(f, "stream %u node %u bytes 0x%zx src %p vram %p vram2 %p back %p queue %" PRIu64 "\n",
 			s->index, s->gpu->node, s->bytes, s->src, s->vram, s->vram2, s->back, s->queue->id);
 	}
+	wl_host_state(f);
 	fprintf(f, "ready\n");
 }
 
@@ -462,6 +465,8 @@ int main(int argc, char **argv)
 	wl_guard_init();
 	wl_signals_block();
 	ret = setup(&w);
+	if (!ret)
+		ret = wl_host_setup(&w.opts);
 	if (!ret)
 		ret = wl_state_write(w.opts.state, fill_state, &w);
 	if (ret) {

@@ -3,8 +3,9 @@
  * What the end-to-end workloads share: the command line, the content
  * pattern, the state and result files, the /proc/self/maps view, guarded
  * memory reads, the check and the rewrite of a BO, the heartbeat check and
- * the signal loop with its verify/heartbeat/rewrite/teardown contract. The contract they implement
- * for the scenarios is test/e2e/README.md.
+ * the signal loop with its verify/heartbeat/rewrite/teardown contract, and
+ * the host memory of --host-mb. The contract they implement for the
+ * scenarios is test/e2e/README.md.
  */
 #ifndef E2E_WORKLOAD_H
 #define E2E_WORKLOAD_H
@@ -35,6 +36,7 @@ struct wl_opts {
 	unsigned int bo_mb;	    /* largest content BO */
 	unsigned int hb_timeout_ms; /* how long a queue may look stalled */
 	unsigned int rewrite_pct;   /* share of the content bytes a rewrite (SIGHUP) changes */
+	unsigned int host_mb;	    /* ordinary host memory that every verification checks */
 	const char *state;	    /* state file; results go to <state>.verify/.heartbeat/.rewrite */
 	bool render_first;	    /* open the render nodes before /dev/kfd (kfd_workload) */
 };
@@ -77,6 +79,20 @@ void wl_fill(void *p, uint64_t size, uint64_t seed, uint32_t bo);
  * up), a mix of both for the generations rewrites give it.
  */
 uint64_t wl_generation_seed(uint64_t seed, uint32_t gen);
+
+/* ---- host memory (--host-mb) ------------------------------------------------ */
+
+/*
+ * --host-mb MiB of anonymous private memory, every word written, with a pattern of its own seed
+ * that differs from page to page and from run to run: none of it is zeros or a copy of another page,
+ * so a checkpoint must carry all of it. Nothing without --host-mb. Call once before the state
+ * file is written; 0, or WL_EXIT_SETUP with the error said. wl_serve's verification checks it
+ * after the workload's own checks.
+ */
+int wl_host_setup(const struct wl_opts *o);
+
+/* Its "host va 0x... size 0x... seed 0x..." line for the state file; nothing without --host-mb. */
+void wl_host_state(FILE *f);
 
 /* ---- verification report ------------------------------------------------ */
 

@@ -53,7 +53,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: %s --state FILE [--gpus N] [--vram-mb M[,M...]] [--bo-mb B] [--hb-timeout-ms T]\n"
-		"          [--render-first] [--zeros PCT[,RUN_KIB]] [--rewrite-pct P]\n"
+		"          [--render-first] [--zeros PCT[,RUN_KIB]] [--rewrite-pct P] [--host-mb H]\n"
 		"  --state FILE       state file written once set up; results in FILE.verify, FILE.heartbeat,\n"
 		"                     FILE.rewrite\n"
 		"  --gpus N           use the first N GPU nodes of the topology (default: all)\n"
@@ -67,6 +67,8 @@ static void usage(FILE *to)
 		"  --rewrite-pct P    a rewrite gives the next content BOs, in rotation, a new generation\n"
 		"                     of their pattern until P %% of the content bytes are rewritten\n"
 		"                     (0..100, default %d; kfd_workload only)\n"
+		"  --host-mb H        H MiB of ordinary host memory (anonymous, private) in a pattern of\n"
+		"                     its own, checked by every verification (default 0: none)\n"
 		"signals: SIGUSR1 verify, SIGUSR2 heartbeat check, SIGHUP rewrite, SIGTERM/SIGINT exit\n",
 		wl_prog, WL_DEFAULT_VRAM_MB, WL_DEFAULT_BO_MB, WL_DEFAULT_HB_TIMEOUT_MS, WL_DEFAULT_REWRITE_PCT);
 }
@@ -122,6 +124,7 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 		{ "render-first", no_argument, NULL, 'r' },
 		{ "zeros", required_argument, NULL, 'z' },
 		{ "rewrite-pct", required_argument, NULL, 'w' },
+		{ "host-mb", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -165,6 +168,9 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 		}
 		case 'w':
 			o->rewrite_pct = parse_uint("--rewrite-pct", optarg, 0, 100);
+			break;
+		case 'H':
+			o->host_mb = parse_uint("--host-mb", optarg, 0, 1 << 20);
 			break;
 		case 's':
 			o->state = optarg;
@@ -374,6 +380,56 @@ uint64_t wl_generation_seed(uint64_t seed, uint32_t gen)
 	return gen ? mix64(seed ^ ((uint64_t)gen << 32) ^ 0xc3a5c85c97cb3127ULL) : seed;
 }
 
+/* ---- host memory ---------------------------------------------------------- */
+
+static struct {
+	uint64_t *p;
+	uint64_t size, seed;
+} host;
+
+/*
+ * Word @i of host page @page: the page's own key, from the seed, plus @i times an odd constant.
+ * One hash per page keeps the fill and the check cheap under TCG, and no two pages are alike.
+ */
+static uint64_t host_key(uint64_t seed, uint64_t page)
+{
+	return mix64(seed ^ 0x686f73746d656d00ULL ^ page);
+}
+
+#define HOST_STEP	0x9e3779b97f4a7c15ULL
+#define HOST_PAGE_WORDS (WL_PAGE / 8)
+
+int wl_host_setup(const struct wl_opts *o)
+{
+	uint64_t page, i;
+
+	if (!o->host_mb)
+		return 0;
+	host.size = (uint64_t)o->host_mb << 20;
+	host.seed = mix64(wl_seed() ^ 0x686f7374ULL);
+	host.p = mmap(NULL, host.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (host.p == MAP_FAILED) {
+		wl_err("--host-mb %u: mmap of 0x%" PRIx64 " bytes of anonymous memory: %s", o->host_mb, host.size,
+		       strerror(errno));
+		host.p = NULL;
+		return WL_EXIT_SETUP;
+	}
+	for (page = 0; page < host.size / WL_PAGE; page++) {
+		uint64_t key = host_key(host.seed, page), *w = host.p + page * HOST_PAGE_WORDS;
+
+		for (i = 0; i < HOST_PAGE_WORDS; i++)
+			w[i] = key + i * HOST_STEP;
+	}
+	return 0;
+}
+
+void wl_host_state(FILE *f)
+{
+	if (host.p)
+		fprintf(f, "host va 0x%" PRIx64 " size 0x%" PRIx64 " seed 0x%016" PRIx64 "\n",
+			(uint64_t)(uintptr_t)host.p, host.size, host.seed);
+}
+
 /* ---- report --------------------------------------------------------------- */
 
 void wl_report_init(struct wl_report *r)
@@ -511,6 +567,60 @@ bool wl_check_pattern(struct wl_report *r, const char *what, const void *p, uint
 	}
 	wl_pass(r);
 	return true;
+}
+
+struct host_scan {
+	const uint64_t *p;
+	uint64_t pages, seed;
+	uint64_t pos; /* byte offset reached, for a fault report */
+	uint64_t bad, first, expected, actual;
+};
+
+static void scan_host(void *arg)
+{
+	struct host_scan *s = arg;
+	uint64_t page, i;
+
+	for (page = 0; page < s->pages; page++) {
+		const volatile uint64_t *w = s->p + page * HOST_PAGE_WORDS;
+		uint64_t key = host_key(s->seed, page);
+
+		*(volatile uint64_t *)&s->pos = page * WL_PAGE;
+		for (i = 0; i < HOST_PAGE_WORDS; i++) {
+			uint64_t have = w[i], want = key + i * HOST_STEP;
+
+			if (have != want && !s->bad++) {
+				s->first = page * WL_PAGE + i * 8;
+				s->expected = want;
+				s->actual = have;
+			}
+		}
+	}
+}
+
+/* The host memory of --host-mb is mapped as it was set up and holds its pattern. */
+static void check_host(struct wl_report *r)
+{
+	struct host_scan s = { .p = host.p, .pages = host.size / WL_PAGE, .seed = host.seed };
+	char name[128];
+	int sig;
+
+	snprintf(name, sizeof(name), "host memory (va %p, size 0x%" PRIx64 ")", (void *)host.p, host.size);
+	if (!wl_check_mapping(r, name, (uint64_t)(uintptr_t)host.p, host.size, WL_BACK_ANON, "rw-p", NULL))
+		return;
+	sig = guarded(scan_host, &s);
+	if (sig) {
+		wl_fail(r, "%s: reading offset 0x%" PRIx64 " raises %s", name, s.pos, strsignal(sig));
+		return;
+	}
+	if (s.bad) {
+		wl_fail(r,
+			"%s: %" PRIu64 " of %" PRIu64 " words differ, first at offset 0x%" PRIx64
+			": expected 0x%016" PRIx64 ", actual 0x%016" PRIx64,
+			name, s.bad, (uint64_t)(s.pages * HOST_PAGE_WORDS), s.first, s.expected, s.actual);
+		return;
+	}
+	wl_pass(r);
 }
 
 struct write {
@@ -972,8 +1082,11 @@ static void run_check(const struct wl_opts *o, const struct wl_ops *ops, void *c
 	char line[700];
 
 	wl_report_init(&r);
-	if (!strcmp(name, "VERIFY"))
+	if (!strcmp(name, "VERIFY")) {
 		ops->verify(ctx, &r);
+		if (host.p)
+			check_host(&r);
+	}
 	ops->heartbeat(ctx, &r);
 	if (r.failures)
 		snprintf(line, sizeof(line), "%s FAIL: %s", name, r.first);

@@ -44,6 +44,8 @@ keyring=$KEYRING
 packages=(
 	# what the scenarios and the guest's setup run
 	procps psmisc kmod iproute2 iptables nftables time zstd xz-utils file busybox-static
+	# the benchmarks' rate-limited sink: ext4 on a loop device (test/bench/sink-lib.sh)
+	e2fsprogs
 	# the criu users of trixie run, and its containers
 	criu podman crun conmon catatonit netavark libcriu2
 	# libraries of the host-built plugin and workloads

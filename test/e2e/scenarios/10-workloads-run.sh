@@ -4,7 +4,9 @@
 # The two end-to-end workloads (test/e2e/README.md) run on the emulator without criu: each starts
 # detached, reaches READY with a complete state file, passes its own verification twice (memory,
 # mappings, handles, events, queues) and the heartbeat check, notices a corrupted byte, and exits
-# cleanly on SIGTERM; on the 2xmi210 and mi100 presets, and with --gpus 1 on 2xmi210.
+# cleanly on SIGTERM; on the 2xmi210 and mi100 presets, and with --gpus 1 on 2xmi210. On 2xmi210,
+# kfd_workload and rocr_workload with --host-mb: the state file lists the host memory, it verifies,
+# and one changed word of it fails the verification, naming the host memory and the offset.
 # timeout: 900
 . test/vm/lib.sh
 . test/e2e/lib.sh
@@ -70,6 +72,33 @@ run_workload() {
 	fi
 }
 
+# host_memory <workload>: --host-mb 4 on one GPU, its host memory listed, verified, a changed word
+# of it caught.
+host_memory() {
+	local w=$1 what="$1 --host-mb 4" pid state va size
+	if ! wl_start "$w" "$w-host" --gpus 1 --vram-mb 2 --host-mb 4; then
+		tap_not_ok "$what: READY with a state file" "no state file or no READY line (its output above)"
+		return
+	fi
+	pid=$WL_PID state=$WL_STATE
+	read -r va size < <(awk '$1 == "host" { print $3, $5 }' "$state")
+	if [ -n "$va" ] && [ "$((size))" -eq $((4 << 20)) ]; then
+		tap_ok "$what: the state file lists 4 MiB of host memory at $va"
+	else
+		tap_not_ok "$what: the state file lists 4 MiB of host memory" "host line: '$(grep '^host ' "$state")'"
+	fi
+	tap_verify "$what: SIGUSR1 verifies OK, the host memory included" "$pid" "$state"
+	if [ -n "$va" ] && printf '\x5a\x5a\x5a\x5a\x5a\x5a\x5a\x5a' |
+		dd of="/proc/$pid/mem" bs=1 seek=$((va + 0x3008)) oflag=seek_bytes conv=notrunc status=none; then
+		tap_asked "$what: a changed word of host memory fails verification" "$pid" "$state" verify \
+			"VERIFY FAIL: host memory*1 of 524288 words differ, first at offset 0x3008*"
+	else
+		tap_not_ok "$what: a changed word of host memory fails verification" "cannot write to /proc/$pid/mem at '$va'"
+	fi
+	kill -TERM "$pid"
+	wait_for "! kill -0 $pid 2>/dev/null" 30 || wl_kill "$pid"
+}
+
 for preset in 2xmi210 mi100; do
 	if ! emu_reload preset="$preset"; then
 		tap_not_ok "$preset: load the emulator"
@@ -82,6 +111,12 @@ for preset in 2xmi210 mi100; do
 		for w in kfd hsakmt; do
 			run_workload "$w" "$preset" 1 "$w-$preset-gpus1" --gpus 1 --vram-mb 3 --bo-mb 1
 		done
+		host_memory kfd
+		if [ -x "$E2E_BIN/rocr_workload" ]; then
+			host_memory rocr
+		else
+			tap_skip "rocr --host-mb 4" "no rocr_workload (libhsa-runtime-dev missing at build time?)"
+		fi
 	fi
 	tap_no_kfd_process "$preset: no KFD process is left in the emulator" 10
 	tap_check "$preset: unload the emulator" emu_unload
