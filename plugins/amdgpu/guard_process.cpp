@@ -227,6 +227,64 @@ int receive_message(int sock, Message &m, unique_fd &fd, bool wait)
 	return n == sizeof(m) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? static_cast<int>(n) : -EBADMSG;
 }
 
+int send_record(int sock, std::span<const uint8_t> bytes, std::span<const int> fds)
+{
+	if (fds.size() > kMaxFds)
+		return -EINVAL;
+	iovec iov = { const_cast<uint8_t *>(bytes.data()), bytes.size() };
+	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+	msghdr msg = {};
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (!fds.empty()) {
+		msg.msg_control = control;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+		cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+		memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+	}
+	ssize_t n;
+	while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	return static_cast<size_t>(n) == bytes.size() ? 0 : -EMSGSIZE;
+}
+
+int receive_record(int sock, std::vector<uint8_t> &bytes, size_t max, std::vector<unique_fd> &fds, bool wait)
+{
+	bytes.resize(max);
+	iovec iov = { bytes.data(), max };
+	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+	msghdr msg = {};
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = control;
+	msg.msg_controllen = sizeof(control);
+	ssize_t n;
+	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT))) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < count; i++) {
+			int received;
+			memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			fds.emplace_back(received);
+		}
+	}
+	bytes.resize(static_cast<size_t>(n));
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		return -EMSGSIZE;
+	// An empty record and a peer that is gone look alike: the records here are never empty.
+	return static_cast<int>(n);
+}
+
 Link::~Link()
 {
 	release();
@@ -237,6 +295,14 @@ int Link::send(uint32_t kind, pid_t pid, int fd) const
 	if (!owned() || released_)
 		return -ESHUTDOWN;
 	return send_message(channel_.get(), { kind, pid }, fd);
+}
+
+int Link::receive(std::vector<uint8_t> &bytes, size_t max) const
+{
+	if (!owned() || released_)
+		return -ESHUTDOWN;
+	std::vector<unique_fd> unused;
+	return receive_record(channel_.get(), bytes, max, unused, true);
 }
 
 void Link::release()

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 namespace amdgpu::guard {
 
@@ -88,6 +89,8 @@ public:
 	int send(uint32_t kind, pid_t pid, int fd = -1) const;
 	// Sends kRelease once, from the owner.
 	void release();
+	// Waits for the guard's next record (receive_record()); -ESHUTDOWN from another process.
+	int receive(std::vector<uint8_t> &bytes, size_t max) const;
 	// In a restored task: lets go of the number without closing it.
 	void abandon() { channel_.release(); }
 
@@ -100,6 +103,12 @@ private:
 
 // 0 or -errno (never SIGPIPE).
 int send_message(int sock, const Message &m, int fd = -1);
+// One record of any size up to the socket's limit, with up to kMaxFds fds alongside.
+inline constexpr size_t kMaxFds = 250; // below the kernel's 253 per message
+int send_record(int sock, std::span<const uint8_t> bytes, std::span<const int> fds = {});
+// > 0: the record's size, its fds appended to `fds`; 0: the peer is gone; -errno otherwise
+// (-EAGAIN when `wait` is false and nothing is queued, -EMSGSIZE for a record over `max` bytes).
+int receive_record(int sock, std::vector<uint8_t> &bytes, size_t max, std::vector<unique_fd> &fds, bool wait);
 // > 0: a message (with its fd, if one came); 0: the peer is gone; -errno otherwise (-EAGAIN when
 // `wait` is false and nothing is queued).
 int receive_message(int sock, Message &m, unique_fd &fd, bool wait);

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
@@ -23,6 +24,8 @@ struct Deferral {
 	pid_t pid = 0;		    // of the process that deferred (a forked child writes directly)
 	std::vector<std::pair<LogLevel, std::string>> queue;
 };
+
+std::atomic<LogSink> sink { nullptr };
 
 Deferral &deferral()
 {
@@ -49,6 +52,11 @@ void write_queue(Deferral &d)
 
 } // namespace
 
+void redirect_log(LogSink to)
+{
+	sink = to;
+}
+
 void log(LogLevel level, const char *fmt, ...)
 {
 	char line[1024];
@@ -56,6 +64,10 @@ void log(LogLevel level, const char *fmt, ...)
 	va_start(ap, fmt);
 	std::vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	if (const LogSink to = sink) {
+		to(level, line);
+		return;
+	}
 	Deferral &d = deferral();
 	// A process criu forked while the plugin's threads ran has none of them, and perhaps a copy of
 	// the lock as one of them held it: it writes directly and never touches the queue.

@@ -25,6 +25,11 @@ enum class LogLevel : unsigned int {
 
 void log(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// Where the lines go instead, in a process that has no criu log (the restore guard,
+// restore_guard.hpp); null: criu's log again. The sink may be called from any thread.
+using LogSink = void (*)(LogLevel level, const char *line);
+void redirect_log(LogSink sink);
+
 // While one lives, lines logged by any thread other than the one that made it are queued; the
 // queue is written out by that thread's next line and when the last one ends. Made and ended by
 // criu's thread.

@@ -322,6 +322,8 @@ int update_vma_map(const char *path, const uint64_t addr, const uint64_t old_pgo
 int resume_devices_late(int pid)
 {
 	return guarded("resume_devices_late", [&] {
+		if (run && run->restore_guard)
+			join_gpu_copy(pid, *run->restore_guard);
 		const int ret = resume_gpu_process(pid);
 		if (!ret && run && run->restore_guard)
 			run->restore_guard->resumed(pid);

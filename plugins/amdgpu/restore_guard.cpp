@@ -4,6 +4,7 @@
 #include "error.hpp"
 #include "guard_process.hpp"
 #include "log.hpp"
+#include "restore_copies.hpp"
 #include "unique_fd.hpp"
 
 #include <fcntl.h>
@@ -14,17 +15,29 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <vector>
 
 namespace amdgpu {
 
 namespace {
 
-enum Kind : uint32_t { kEnlist = 1, kResumed = 2, kOffer = 3, kTake = 4, kBuffer = 5 };
+enum Kind : uint32_t {
+	kEnlist = 1,
+	kResumed = 2,
+	kOffer = 3,
+	kTake = 4,
+	kBuffer = 5,
+	kCopy = 6,    // task -> guard: a copy request comes on the socket alongside
+	kHeld = 7,    // guard -> task: it holds the request and every dma-buf (value: their count)
+	kJoinAll = 8, // criu -> guard: criu's own restore is done; every outcome, once every copy ended
+	kCopied = 9,  // guard -> criu: one task's outcome (restore_copies.hpp)
+	kJoined = 10, // guard -> criu: no more outcomes
+};
 
 // The guard's descriptors (guard_process.hpp renumbers them from 3).
 constexpr int kChannel = 3;
@@ -34,10 +47,16 @@ constexpr int kImageDir = 6;
 
 // How long the guard waits for a task it killed to be gone before it says it could not.
 constexpr int kKillWaitMs = 10000;
+// How long a task waits for the guard to say it holds a copy request; the guard's loop reads a
+// request at once, so only a guard that is stuck or gone makes it wait that long.
+constexpr int kHandOverMs = 10000;
+// How long the guard waits for each part of a copy request the task is sending.
+constexpr int kRequestPartMs = 5000;
 
 struct Context {
 	pid_t criu_pid;
 	char socket_name[64];
+	const CopyResources *copy;
 };
 
 struct Enlisted {
@@ -47,9 +66,14 @@ struct Enlisted {
 };
 
 struct GuardState {
+	explicit GuardState(const CopyResources &copy) : copies(kImageDir, copy) {}
+
 	std::vector<Enlisted> tasks;
-	std::map<uint32_t, unique_fd> offered;	   // shared buffers' dma-bufs, by number
-	std::multimap<uint32_t, unique_fd> takers; // waiting for an offer: where to answer
+	GuardCopies copies;
+	std::vector<GuardCopies::Done> copied;
+	std::optional<GuardCopies::Clock::time_point> join_asked; // criu waits for every outcome
+	std::map<uint32_t, unique_fd> offered;			  // shared buffers' dma-bufs, by number
+	std::multimap<uint32_t, unique_fd> takers;		  // waiting for an offer: where to answer
 	bool channel_open = true;
 	bool released = false;
 	bool any_resumed = false;
@@ -64,6 +88,72 @@ struct GuardState {
 void hand_buffer(int taker, uint32_t number, int dmabuf)
 {
 	guard::send_message(taker, { kBuffer, 0, number }, dmabuf);
+}
+
+// The next record of a copy request the task is sending, or -errno.
+int request_part(int sock, std::vector<uint8_t> &bytes, size_t max, std::vector<unique_fd> &fds)
+{
+	pollfd p = { sock, POLLIN, 0 };
+	int ret;
+	while ((ret = poll(&p, 1, kRequestPartMs)) < 0 && errno == EINTR)
+		;
+	if (ret <= 0)
+		return ret ? -errno : -ETIMEDOUT;
+	ret = guard::receive_record(sock, bytes, max, fds, false);
+	return ret > 0 ? 0 : ret ? ret : -EPIPE;
+}
+
+// A task's copy request on `sock` (restore_copies.hpp): read whole, then acknowledged, so that the
+// task may close its fds. A request that does not add up is refused: the task's restore fails.
+void take_copy_request(GuardState &s, int sock)
+{
+	ucred peer = {};
+	socklen_t len = sizeof(peer);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &peer, &len) || peer.pid <= 0)
+		return; // no answer: the task's restore fails
+	std::vector<uint8_t> bytes;
+	std::vector<unique_fd> fds;
+	CopyRequestHeader h;
+	int ret = request_part(sock, bytes, sizeof(h) + kMaxHandedGpus * 8, fds);
+	if (!ret && (bytes.size() < sizeof(h) || !fds.empty()))
+		ret = -EBADMSG;
+	if (!ret)
+		memcpy(&h, bytes.data(), sizeof(h));
+	if (!ret && (h.gpus > kMaxHandedGpus || h.buckets > kMaxHandedBuckets || h.fds > h.buckets ||
+		     bytes.size() != sizeof(h) + h.gpus * 8ul))
+		ret = -EBADMSG;
+	HandedContents handed;
+	if (!ret) {
+		handed.kfd_id = h.kfd_id;
+		handed.max_buffer_size = h.max_buffer_size;
+		handed.dmabufs.resize(h.buckets);
+		for (uint32_t i = 0; i < h.gpus; i++) {
+			uint32_t pair[2];
+			memcpy(pair, bytes.data() + sizeof(h) + i * 8ul, sizeof(pair));
+			handed.gpu_ids[pair[0]] = pair[1];
+		}
+	}
+	for (uint32_t got = 0; !ret && got < h.fds;) {
+		fds.clear();
+		ret = request_part(sock, bytes, guard::kMaxFds * sizeof(uint32_t), fds);
+		if (!ret && (fds.empty() || bytes.size() != fds.size() * sizeof(uint32_t)))
+			ret = -EBADMSG;
+		for (size_t i = 0; !ret && i < fds.size(); i++) {
+			uint32_t index;
+			memcpy(&index, bytes.data() + i * sizeof(index), sizeof(index));
+			if (index >= h.buckets || handed.dmabufs[index])
+				ret = -EBADMSG;
+			else
+				handed.dmabufs[index] = std::move(fds[i]);
+		}
+		got += static_cast<uint32_t>(fds.size());
+	}
+	if (ret) {
+		guard::send_message(sock, { kHeld, ret, 0 }, -1); // a refusal: the errno
+		return;
+	}
+	s.copies.queue(peer.pid, std::move(handed));
+	guard::send_message(sock, { kHeld, peer.pid, h.fds }, -1);
 }
 
 void read_enlisted(GuardState &s)
@@ -90,6 +180,8 @@ void read_enlisted(GuardState &s)
 				hand_buffer(fd.get(), m.value, it->second.get());
 			else
 				s.takers.emplace(m.value, std::move(fd));
+		} else if (m.kind == kCopy) {
+			take_copy_request(s, fd.get());
 		}
 	}
 }
@@ -106,6 +198,8 @@ void read_channel(GuardState &s)
 			return;
 		if (m.kind == guard::kRelease)
 			s.released = true;
+		if (m.kind == kJoinAll)
+			s.join_asked = GuardCopies::Clock::now();
 		if (m.kind != kResumed)
 			continue;
 		s.any_resumed = true;
@@ -113,6 +207,24 @@ void read_channel(GuardState &s)
 			if (t.pid == m.pid)
 				t.resumed = true;
 	}
+}
+
+// Once criu asked and every copy handed so far ended: every outcome, then the end.
+void answer_join(GuardState &s)
+{
+	for (GuardCopies::Done &d : s.copies.take_done())
+		s.copied.push_back(std::move(d));
+	if (!s.join_asked || !s.copies.idle())
+		return;
+	const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+	for (GuardCopies::Done &d : s.copied) {
+		d.outcome.overlap.beside_seconds = std::max(0.0, seconds(*s.join_asked - d.handed));
+		d.outcome.overlap.waited_seconds = std::max(0.0, seconds(d.finished - *s.join_asked));
+		guard::send_record(kChannel, encode_outcome(kCopied, d.pid, d.outcome));
+	}
+	s.copied.clear();
+	guard::send_message(kChannel, { kJoined, 0, 0 });
+	s.join_asked.reset();
 }
 
 void end_half_restored(const guard::Journal &journal, Enlisted &t)
@@ -135,12 +247,16 @@ void end_half_restored(const guard::Journal &journal, Enlisted &t)
 bool watch_until_done(GuardState &s)
 {
 	while (!s.released) {
-		pollfd p[3] = { { kCriu, POLLIN, 0 }, { kEnlistSocket, POLLIN, 0 }, { kChannel, POLLIN, 0 } };
-		if (poll(p, s.channel_open ? 3 : 2, -1) < 0 && errno != EINTR)
+		pollfd p[4] = { { kCriu, POLLIN, 0 },
+				{ kEnlistSocket, POLLIN, 0 },
+				{ s.copies.ready_fd(), POLLIN, 0 },
+				{ kChannel, POLLIN, 0 } };
+		if (poll(p, s.channel_open ? 4 : 3, -1) < 0 && errno != EINTR)
 			return false;
 		// Tasks enlist before criu's stage that resumes them: read them first.
 		read_enlisted(s);
 		read_channel(s);
+		answer_join(s);
 		if (p[0].revents)
 			return true;
 		if (s.any_resumed && s.all_resumed()) {
@@ -156,7 +272,7 @@ int guard_main(void *arg)
 {
 	const Context &ctx = *static_cast<const Context *>(arg);
 	const guard::Journal journal(kImageDir, ctx.criu_pid);
-	GuardState s;
+	GuardState s(*ctx.copy);
 	if (watch_until_done(s) && !s.released) {
 		read_enlisted(s);
 		read_channel(s);
@@ -211,7 +327,7 @@ private:
 
 } // namespace
 
-RestoreGuard::RestoreGuard(int image_dir)
+RestoreGuard::RestoreGuard(int image_dir, CopyResources copy) : copy_(std::move(copy))
 {
 	const pid_t criu_pid = getpid();
 	socket_name_ = strprintf("amdgpu-guard-%d.sock", criu_pid);
@@ -225,13 +341,15 @@ RestoreGuard::RestoreGuard(int image_dir)
 	if (!criu)
 		fail_errno(errno, "cannot open a pidfd of criu (pid %d) for the restore guard", criu_pid);
 
-	Context ctx = { criu_pid, {} };
+	Context ctx = { criu_pid, {}, &copy_ };
 	snprintf(ctx.socket_name, sizeof(ctx.socket_name), "%s", socket_name_.c_str());
 	const int keep[] = { guard_end.get(), criu.get(), listen.fd(), image_dir };
 	const pid_t guard_pid = guard::spawn(keep, guard_main, &ctx);
 	listen.hand_over();
 	link_.emplace(std::move(channel), guard_pid);
-	pr_info("restore guard started (pid %d): it kills half-restored GPU tasks if criu dies", guard_pid);
+	pr_info("restore guard started (pid %d): it copies GPU contents beside criu's restore, and kills "
+		"half-restored GPU tasks if criu dies",
+		guard_pid);
 }
 
 RestoreGuard::~RestoreGuard()
@@ -320,6 +438,119 @@ unique_fd RestoreGuard::take_buffer(int image_dir, uint32_t number, int timeout_
 	if (ret <= 0 || m.kind != kBuffer || m.value != number || !dmabuf)
 		return unique_fd();
 	return dmabuf;
+}
+
+void RestoreGuard::hand_copy(int image_dir, uint32_t kfd_id, const std::map<uint32_t, uint32_t> &gpu_ids,
+			     std::span<const int> dmabufs, uint64_t max_buffer_size) const
+{
+	if (gpu_ids.size() > kMaxHandedGpus || dmabufs.size() > kMaxHandedBuckets)
+		fail(-E2BIG, "%zu GPUs and %zu BOs: more than the restore guard takes (%u, %u)", gpu_ids.size(),
+		     dmabufs.size(), kMaxHandedGpus, kMaxHandedBuckets);
+	std::vector<uint32_t> indices;
+	std::vector<int> fds;
+	for (size_t i = 0; i < dmabufs.size(); i++)
+		if (dmabufs[i] >= 0) {
+			indices.push_back(static_cast<uint32_t>(i));
+			fds.push_back(dmabufs[i]);
+		}
+	const CopyRequestHeader h = { kfd_id, static_cast<uint32_t>(gpu_ids.size()),
+				      static_cast<uint32_t>(dmabufs.size()), static_cast<uint32_t>(fds.size()),
+				      max_buffer_size };
+	std::vector<uint8_t> first(reinterpret_cast<const uint8_t *>(&h), reinterpret_cast<const uint8_t *>(&h + 1));
+	for (const auto &[user, actual] : gpu_ids) {
+		const uint32_t pair[2] = { user, actual };
+		first.insert(first.end(), reinterpret_cast<const uint8_t *>(pair),
+			     reinterpret_cast<const uint8_t *>(pair + 2));
+	}
+
+	unique_fd sock;
+	int pair[2];
+	int ret = connect_to_guard(image_dir, sock);
+	if (!ret && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair))
+		ret = -errno;
+	if (ret)
+		fail_errno(ret, "cannot hand the GPU copy of %s to the restore guard (%s)",
+			   kfd_image_name(kfd_id).c_str(), socket_name_.c_str());
+	const unique_fd mine(pair[0]);
+	{
+		const unique_fd theirs(pair[1]); // the guard's copy is the only one left once sent
+		ret = guard::send_message(sock.get(), { kCopy, getpid(), kfd_id }, theirs.get());
+	}
+	// The guard reads the rest as it comes: no socket buffer bounds the number of BOs.
+	if (!ret)
+		ret = guard::send_record(mine.get(), first);
+	for (size_t at = 0; !ret && at < fds.size(); at += guard::kMaxFds) {
+		const size_t n = std::min(guard::kMaxFds, fds.size() - at);
+		const auto *bytes = reinterpret_cast<const uint8_t *>(indices.data() + at);
+		ret = guard::send_record(mine.get(), { bytes, n * sizeof(uint32_t) }, { fds.data() + at, n });
+	}
+	if (ret)
+		fail_errno(ret, "cannot hand the GPU copy of %s to the restore guard (%s)",
+			   kfd_image_name(kfd_id).c_str(), socket_name_.c_str());
+	pollfd p = { mine.get(), POLLIN, 0 };
+	while ((ret = poll(&p, 1, kHandOverMs)) < 0 && errno == EINTR)
+		;
+	guard::Message m;
+	unique_fd unused;
+	if (ret > 0)
+		ret = guard::receive_message(mine.get(), m, unused, false);
+	if (ret <= 0 || m.kind != kHeld || m.pid <= 0 || m.value != fds.size())
+		fail(-EPROTO,
+		     "the restore guard (%s) did not take the GPU copy of %s (%zu dma-bufs) within %d ms: it refused "
+		     "the request, or it is gone",
+		     socket_name_.c_str(), kfd_image_name(kfd_id).c_str(), fds.size(), kHandOverMs);
+}
+
+void RestoreGuard::join_all()
+{
+	joined_ = true;
+	const pid_t guard_pid = link_->guard_pid();
+	int ret = link_->send(kJoinAll, 0);
+	std::vector<uint8_t> record;
+	while (!ret) {
+		ret = link_->receive(record, kMaxOutcomeRecord);
+		if (ret <= 0)
+			break;
+		uint32_t kind = 0;
+		pid_t pid = 0;
+		if (record.size() == sizeof(guard::Message)) {
+			guard::Message m;
+			memcpy(&m, record.data(), sizeof(m));
+			if (m.kind == kJoined)
+				return;
+			ret = -EBADMSG;
+			break;
+		}
+		try {
+			CopyOutcome outcome = decode_outcome(record, kind, pid);
+			if (kind != kCopied) {
+				ret = -EBADMSG;
+				break;
+			}
+			outcomes_[pid] = std::move(outcome);
+			ret = 0;
+		} catch (const Error &e) {
+			ret = e.err();
+		}
+	}
+	join_error_ = strprintf("the restore guard (pid %d) cannot say whether the GPU copies it was handed are "
+				"complete: %s",
+				guard_pid, ret ? strerror(-ret) : "it is gone");
+	join_err_ = ret ? ret : -EPIPE;
+}
+
+std::optional<CopyOutcome> RestoreGuard::join_copy(pid_t pid)
+{
+	if (!joined_)
+		join_all();
+	if (join_err_)
+		throw Error(join_err_, join_error_);
+	const auto it = outcomes_.find(pid);
+	if (it == outcomes_.end())
+		return std::nullopt;
+	CopyOutcome outcome = std::move(it->second);
+	outcomes_.erase(it);
+	return outcome;
 }
 
 void RestoreGuard::resumed(pid_t pid)

@@ -22,6 +22,13 @@
 // the same socket (SCM_RIGHTS); a taker that comes first waits for the offer. The guard holds the
 // offered dma-bufs until it ends, when every task is resumed.
 //
+// The guard also runs the restore's GPU copies (restore_copies.hpp): a task hands it the dma-bufs
+// of its BOs after KFD RESTORE and goes on, and the guard's copy thread fills them from the images
+// while criu restores the task's host memory (criu reads most of it in its restorer, at the very
+// end of the task's restore). criu's main process joins the copies at RESUME_DEVICES_LATE, before
+// any queue resumes, and logs what the guard said of them (the guard has no criu log). The copy
+// never holds up the guard's loop: criu's death is noticed while a copy runs.
+//
 // If criu dies first, the guard SIGKILLs every enlisted task not yet resumed, through its pidfd
 // (never a pid that could have been reused), waits for it to be gone, and says so in its log
 // (guard_process.hpp). The kernel then frees the task's KFD state as for any exiting process. A
@@ -30,10 +37,15 @@
 #pragma once
 
 #include "guard_process.hpp"
+#include "restore_copies.hpp"
+#include "restore_contents.hpp"
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace amdgpu {
@@ -41,8 +53,8 @@ namespace amdgpu {
 class RestoreGuard {
 public:
 	// In criu's main process. Throws Error if the guard cannot be started (the socket cannot be
-	// made in the image directory, for one).
-	explicit RestoreGuard(int image_dir);
+	// made in the image directory, for one). `copy` is what the guard's GPU copies run with.
+	explicit RestoreGuard(int image_dir, CopyResources copy = {});
 	~RestoreGuard();
 	RestoreGuard(const RestoreGuard &) = delete;
 	RestoreGuard &operator=(const RestoreGuard &) = delete;
@@ -60,14 +72,35 @@ public:
 	// Throws Error if the guard cannot be asked.
 	unique_fd take_buffer(int image_dir, uint32_t number, int timeout_ms) const;
 
+	// In a task being restored, once KFD RESTORE made its BOs: the copy of kfd image `kfd_id`'s
+	// contents (restore_copies.hpp), with the task's GPU map (image gpu_id -> local) and, per
+	// bucket of the image, the dma-buf KFD gave (-1: none for the guard to fill). Returns once the
+	// guard holds all of them (the task may close its fds). Throws Error if the guard cannot
+	// take it.
+	void hand_copy(int image_dir, uint32_t kfd_id, const std::map<uint32_t, uint32_t> &gpu_ids,
+		       std::span<const int> dmabufs, uint64_t max_buffer_size) const;
+
+	// In criu's main process, before the GPU queues of `pid` (criu's pid namespace) resume: the
+	// outcome of the copy the task handed over, none if it handed none. The first call waits for
+	// every copy (restore_copies.hpp). Throws Error if the guard cannot say, for this call and
+	// every later one.
+	std::optional<CopyOutcome> join_copy(pid_t pid);
+
 	// In criu's main process: the GPU queues of `pid` (criu's pid namespace) run again.
 	void resumed(pid_t pid);
+	pid_t pid() const { return link_->guard_pid(); }
 	void release();
 
 private:
 	int connect_to_guard(int image_dir, unique_fd &sock) const;
+	void join_all();
 
+	CopyResources copy_;
 	std::string socket_name_;
+	bool joined_ = false;
+	int join_err_ = 0;
+	std::string join_error_;
+	std::map<pid_t, CopyOutcome> outcomes_;
 	std::optional<guard::Link> link_;
 };
 

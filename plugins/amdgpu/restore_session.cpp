@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "restore_session.hpp"
 
-#include "shared_buffers.hpp"
-
 #include "bo_transfer.hpp"
+#include "copy_overlap.hpp"
 #include "criu_abi.hpp"
 #include "criu_api.hpp"
 #include "device_files.hpp"
@@ -197,7 +196,7 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	// trusts it; through a stream they come after the pages, where the dump wrote them.
 	std::optional<ImageSums> sums;
 	if (!image_dir_.streamed())
-		sums = read_sums(id, payload);
+		sums = read_checked_sums(image_dir_, id, payload);
 	const CriuKfdPtr msg = unpack_criu_kfd(payload, image);
 	fd_floor(msg->pid);
 	enlist();
@@ -211,10 +210,7 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	const std::vector<BoShare> shares = bo_shares(*msg, image);
 	const std::vector<unique_fd> dmabufs = restore_state(kfd.get(), devices, bos, priv, *msg, image);
 	offer_shared_buffers(bos, shares);
-	const std::vector<GpuContents> contents = restore_contents(id, msg->pid, map, bos, shares, sums);
-	if (image_dir_.streamed())
-		sums = read_sums(id, payload);
-	check_contents(id, msg->pid, sums, contents);
+	restore_contents(id, *msg, map, bos, shares, sums, payload);
 	take_shared_buffers(kfd.get(), *msg, bos, shares, image);
 	remember_mappings(map, bos, shares);
 	close_unused_render_fds(map);
@@ -283,85 +279,73 @@ std::vector<unique_fd> RestoreSession::restore_state(int kfd, std::span<kfd_criu
 	return dmabufs;
 }
 
-// Contents go back before criu maps anything and long before the queues resume. The copies run
-// through render files of their own: their temporary GPU mappings then live in a VM of their own
-// and cannot collide with the task's BOs in the VM KFD just restored.
-std::vector<RestoreSession::GpuContents> RestoreSession::restore_contents(uint32_t id, uint32_t pid, const GpuMap &map,
-									  std::span<const kfd_criu_bo_bucket> bos,
-									  std::span<const BoShare> shares,
-									  const std::optional<ImageSums> &sums)
+// Contents go back before criu maps anything and long before the queues resume.
+void RestoreSession::restore_contents(uint32_t id, const CriuKfd &msg, const GpuMap &map,
+				      std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares,
+				      std::optional<ImageSums> &sums, std::span<const uint8_t> kfd_payload)
 {
-	std::vector<bool> elsewhere; // taken buffers: their restorer fills them
-	for (const BoShare &s : shares)
-		elsewhere.push_back(s.role == ShareRole::taker);
-	std::vector<GpuCopyJob> jobs;
-	std::vector<unique_fd> copy_fds;
-	// criu's `parent` chain, for images that take blocks from it: open only while they are copied
-	// (its directory fds must not stay in the task)
-	std::optional<ImageChain> chain;
-	for (const auto &[user, actual] : map.gpu_ids) {
-		GpuCopyJob job = copy_job(local_topology(), user, actual, bos, elsewhere);
-		if (!job.sizes.empty())
-			job.render_fd = copy_fds.emplace_back(open_render_node(actual)).get();
-		if (const PagesSums *dumped = sums ? sums->pages_of(user) : nullptr;
-		    dumped && !dumped->in_chain.empty()) {
-			check_bo_sizes(*dumped, job.sizes, pages_image_name(id, user));
-			if (!chain) {
-				chain.emplace(ImageChain::below(image_dir_.dirfd()));
-				if (!chain->cut_short().empty())
-					pr_warn("%s", chain->cut_short().c_str());
-			}
-			job.sums = dumped;
-			job.chain = &*chain;
-		}
-		jobs.push_back(std::move(job));
-	}
-	std::vector<CopyStats> stats =
-		copier_.copy(CopyDirection::from_image, jobs, image_dir_, id, options_.max_buffer_size);
-	std::vector<GpuContents> contents;
-	for (size_t i = 0; i < jobs.size(); i++) {
-		if (stats[i].bytes)
-			pr_info("pid %u: restored %s", pid, describe(stats[i]).c_str());
-		contents.push_back({ jobs[i].image_gpu_id, std::move(jobs[i].sizes), std::move(jobs[i].addrs),
-				     std::move(stats[i].sums.blocks) });
-	}
-	return contents;
-}
-
-std::optional<ImageSums> RestoreSession::read_sums(uint32_t id, std::span<const uint8_t> kfd_payload)
-{
-	std::optional<ImageSums> sums = read_image_sums(image_dir_, id);
-	if (sums)
-		check_kfd_digest(*sums, kfd_payload, kfd_image_name(id), sums_image_name(id));
-	return sums;
-}
-
-// Before the queues can resume: every block read back is the block the dump summed.
-void RestoreSession::check_contents(uint32_t id, uint32_t pid, const std::optional<ImageSums> &sums,
-				    std::span<const GpuContents> contents)
-{
-	if (!sums) {
-		pr_warn("pid %u: the images have no %s (upstream's plugin, or this one before checksums, wrote "
-			"them): GPU contents restored unverified",
-			pid, sums_image_name(id).c_str());
+	const char *in_series = copy_in_series_because();
+	if (!in_series) {
+		hand_contents_to_guard(id, msg, map, bos, shares);
 		return;
 	}
-	size_t blocks = 0;
-	for (const GpuContents &gpu : contents) {
-		const std::string pages = pages_image_name(id, gpu.image_gpu_id);
-		const PagesSums *dumped = sums->pages_of(gpu.image_gpu_id);
-		if (!dumped)
-			fail(-EBADMSG,
-			     "image %s has no checksums of GPU 0x%04x, whose BOs %s holds; the restore is refused",
-			     sums_image_name(id).c_str(), gpu.image_gpu_id, pages.c_str());
-		check_pages_sums(*dumped, gpu.restored, gpu.sizes, gpu.addrs, pages);
-		blocks += gpu.restored.size();
+	const auto start = std::chrono::steady_clock::now();
+	const ContentsCopy copy = {
+		local_topology(),
+		image_dir_,
+		id,
+		msg.pid,
+		map.gpu_ids,
+		bos,
+		taken_elsewhere(shares),
+		[&](uint32_t gpu) { return open_render_node(gpu); },
+		copier_,
+		options_.max_buffer_size,
+	};
+	std::vector<LogLine> lines;
+	if (image_dir_.streamed()) {
+		// through a stream the sums come after the pages, where the dump wrote them
+		const std::vector<GpuContents> contents = copy_contents(copy, sums, lines);
+		sums = read_checked_sums(image_dir_, id, kfd_payload);
+		check_contents(id, msg.pid, sums, contents, lines);
+	} else {
+		lines = restore_contents_of(copy, sums);
 	}
-	if (sums->pages.size() != contents.size())
-		fail(-EBADMSG, "image %s has checksums of %zu GPUs, but %s names %zu; the restore is refused",
-		     sums_image_name(id).c_str(), sums->pages.size(), kfd_image_name(id).c_str(), contents.size());
-	pr_info("pid %u: %s and %zu blocks of GPU memory match their checksums", pid, kfd_image_name(id).c_str(),
-		blocks);
+	for (const LogLine &line : lines)
+		log(line.level, "%s", line.text.c_str());
+	const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+	pr_info("%s", describe_in_series(strprintf("pid %u: restore", msg.pid).c_str(), seconds, in_series).c_str());
+}
+
+const char *RestoreSession::copy_in_series_because() const
+{
+	if (image_dir_.streamed())
+		return "the images come through criu's image streamer, which hands each image to one process "
+		       "once";
+	if (!guard_)
+		return "this restore has no restore guard to copy beside criu";
+	if (!options_.overlap_copy)
+		return "KFD_OVERLAP_COPY=0";
+	return nullptr;
+}
+
+// The guard copies from the images and checks the sums itself; the task hands it only what it
+// cannot know: which local GPUs and which of KFD's new BOs.
+void RestoreSession::hand_contents_to_guard(uint32_t id, const CriuKfd &msg, const GpuMap &map,
+					    std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares)
+{
+	const std::vector<bool> elsewhere = taken_elsewhere(shares);
+	std::vector<int> dmabufs;
+	size_t handed = 0;
+	for (size_t i = 0; i < bos.size(); i++) {
+		const bool fill = bos[i].dmabuf_fd != KFD_INVALID_FD && !(i < elsewhere.size() && elsewhere[i]);
+		dmabufs.push_back(fill ? static_cast<int>(bos[i].dmabuf_fd) : -1);
+		handed += fill;
+	}
+	guard_->hand_copy(image_dir_.dirfd(), id, map.gpu_ids, dmabufs, options_.max_buffer_size);
+	pr_info("pid %u: the restore guard copies the contents of %s (%zu BOs) beside criu's restore of the "
+		"task's memory",
+		msg.pid, kfd_image_name(id).c_str(), handed);
 }
 
 // Shared buffers this task restores: the other holders may take them from now on.
@@ -658,6 +642,41 @@ int RestoreSession::update_vma(GpuFileKind file, uint64_t addr, uint64_t old_off
 	return 0;
 }
 
+namespace {
+
+// A task that must not run: criu goes on whatever RESUME_DEVICES_LATE returns (every version
+// from 3.17 to 4.3 only logs it), and would let it go. Killed, it makes criu's restore fail when
+// criu detaches from its tasks, and criu then kills the rest of the tree.
+std::string end_task(int pid)
+{
+	if (kill(pid, SIGKILL))
+		return strprintf("and it cannot be killed (%s)", strerror(errno));
+	return "the task is killed and the restore fails";
+}
+
+} // namespace
+
+void join_gpu_copy(int pid, RestoreGuard &guard)
+{
+	const auto start = std::chrono::steady_clock::now();
+	std::optional<CopyOutcome> outcome;
+	try {
+		outcome = guard.join_copy(pid);
+	} catch (const Error &e) {
+		fail(e.err(), "pid %d: %s; %s", pid, e.what(), end_task(pid).c_str());
+	}
+	if (!outcome)
+		return;
+	for (const LogLine &line : outcome->log)
+		log(line.level, "%s", line.text.c_str());
+	if (outcome->err)
+		fail(outcome->err, "pid %d: the GPU copy in the restore guard failed: %s; %s", pid,
+		     outcome->error.c_str(), end_task(pid).c_str());
+	pr_info("%s", describe(strprintf("pid %d: restore", pid).c_str(), outcome->overlap).c_str());
+	pr_debug("pid %d: the join took %.3f s", pid,
+		 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 int resume_gpu_process(int pid, GpuDriver &driver)
 {
 	unique_fd fd(driver.open_device(kKfdPath));
@@ -675,10 +694,8 @@ int resume_gpu_process(int pid, GpuDriver &driver)
 		// criu goes on whatever this hook returns, and would let the task run with GPU queues that
 		// never start: a process that looks alive and never finishes. It is half-restored: end it,
 		// and criu's restore fails when it lets its tasks go.
-		const int killed = kill(pid, SIGKILL) ? -errno : 0;
 		fail_errno(ret, "KFD RESUME of pid %d failed, so its GPU queues would never run again; %s", pid,
-			   killed ? strprintf("and it cannot be killed (%s)", strerror(-killed)).c_str()
-				  : "the task is killed and the restore fails");
+			   end_task(pid).c_str());
 	}
 	pr_info("pid %d: GPU queues resumed", pid);
 	return 0;

@@ -34,6 +34,12 @@
 // are read from criu's `parent` chain (image_chain.hpp), open only while the copy runs, and checked
 // the same way.
 //
+// From files, with a restore guard and KFD_OVERLAP_COPY on (the default), the task does not copy:
+// it hands its BOs' dma-bufs to the guard, which copies and checks them (restore_contents.hpp)
+// beside criu's restore of the task's memory, and join_gpu_copy() waits for the outcome before the
+// queues resume. Through criu's image streamer each image is handed out once, to the task that
+// asks, so the task copies there, in series, as it does without a guard or with the switch off.
+//
 // Nothing of the plugin's stays in the task. KFD keeps its own reference to each GPU's render file
 // once RESTORE succeeded, so the render fds of GPUs the task does not use are closed right away.
 // The others are needed until criu maps the task's BOs, which DRM allows only through the file
@@ -53,6 +59,7 @@
 #include "kfd_priv_data.hpp"
 #include "metadata_images.hpp"
 #include "options.hpp"
+#include "restore_contents.hpp"
 #include "restore_guard.hpp"
 #include "topology.hpp"
 #include "unique_fd.hpp"
@@ -116,22 +123,15 @@ private:
 	std::vector<unique_fd> restore_state(int kfd, std::span<kfd_criu_device_bucket> devices,
 					     std::span<kfd_criu_bo_bucket> bos, std::span<uint8_t> priv,
 					     const CriuKfd &msg, const std::string &image);
-	// What a GPU's copy read back, block by block (image_checksums.hpp).
-	struct GpuContents {
-		uint32_t image_gpu_id = 0;
-		std::vector<uint64_t> sizes; // of the BOs of its pages image
-		std::vector<uint64_t> addrs;
-		std::vector<BlockSum> restored;
-	};
-	// `sums` (read before, from files) say which blocks come from earlier checkpoints.
-	std::vector<GpuContents> restore_contents(uint32_t id, uint32_t pid, const GpuMap &map,
-						  std::span<const kfd_criu_bo_bucket> bos,
-						  std::span<const BoShare> shares,
-						  const std::optional<ImageSums> &sums);
-	// The sums image if there is one, the kfd image's payload checked against it.
-	std::optional<ImageSums> read_sums(uint32_t id, std::span<const uint8_t> kfd_payload);
-	void check_contents(uint32_t id, uint32_t pid, const std::optional<ImageSums> &sums,
-			    std::span<const GpuContents> contents);
+	// The contents of the BOs: handed to the restore guard, which copies them beside criu's own
+	// restore of the task's memory, or copied here, in series with it.
+	void restore_contents(uint32_t id, const CriuKfd &msg, const GpuMap &map,
+			      std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares,
+			      std::optional<ImageSums> &sums, std::span<const uint8_t> kfd_payload);
+	// Why the copy runs in series here, or null when the guard takes it.
+	const char *copy_in_series_because() const;
+	void hand_contents_to_guard(uint32_t id, const CriuKfd &msg, const GpuMap &map,
+				    std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares);
 	void offer_shared_buffers(std::span<const kfd_criu_bo_bucket> bos, std::span<const BoShare> shares);
 	// A dma-buf of shared buffer `number`, waiting for its restorer's offer up to take_timeout_ms.
 	unique_fd take_buffer(uint32_t number);
@@ -185,6 +185,11 @@ private:
 	bool handed_over_ = false;
 	std::vector<VmaUpdate> vmas_;
 };
+
+// RESUME_DEVICES_LATE, before resume_gpu_process(): waits for the GPU copy the task handed to the
+// guard and logs what the guard said of it. A copy that failed, or a guard that cannot say, kills
+// the task (criu goes on whatever the hook returns, in every version) and throws Error.
+void join_gpu_copy(int pid, RestoreGuard &guard);
 
 // RESUME_DEVICES_LATE: restarts the queues of a restored task, from the criu main process.
 // Returns 0, or -ENOTSUP when the task has no GPU state.

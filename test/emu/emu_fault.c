@@ -15,8 +15,9 @@
  *                              queue it restores (SDMA engine, AQL packet
  *                              processor) <bytes> past its saved read
  *                              pointer (a ring state restored wrong)
- *   comm <name>                only calls by tasks named <name> count, fire
- *                              faults and stalls ("comm" alone: every task)
+ *   comm <name>...             only calls by tasks named <name> (up to a few
+ *                              names, space-separated) count, fire faults
+ *                              and stalls ("comm" alone: every task)
  *   clear                      disarm everything (and forget the comm)
  * A firing fault returns -errno (or stalls) before the operation does
  * anything, and is then disarmed.  Lines come from debugfs amdgpu_emu/fault or the fault=
@@ -56,7 +57,8 @@ struct emu_fault {
 static DEFINE_SPINLOCK(emu_fault_lock);
 static struct emu_fault emu_faults[EMU_MAX_FAULTS];
 static u32 emu_fault_rptr_skew;	/* under emu_fault_lock */
-static char emu_fault_comm[TASK_COMM_LEN];	/* under emu_fault_lock; "" = every task */
+/* under emu_fault_lock: names separated by one space; "" = every task */
+static char emu_fault_comm[4 * TASK_COMM_LEN];
 /* Calls seen (by tasks of emu_fault_comm), per kind and number: what a fault sweep enumerates. */
 static unsigned long emu_fault_calls[3][256];	/* under emu_fault_lock */
 
@@ -64,11 +66,18 @@ static unsigned long emu_fault_calls[3][256];	/* under emu_fault_lock */
 static bool emu_fault_task_matches(void)
 {
 	char comm[TASK_COMM_LEN];
+	const char *name = emu_fault_comm;
+	size_t len;
 
-	if (!emu_fault_comm[0])
+	if (!*name)
 		return true;
 	get_task_comm(comm, current);
-	return !strcmp(comm, emu_fault_comm);
+	len = strlen(comm);
+	for (; *name; name += strcspn(name, " "), name += *name == ' ') {
+		if (strcspn(name, " ") == len && !strncmp(name, comm, len))
+			return true;
+	}
+	return false;
 }
 
 /* The armed restore-rptr skew, disarming it; 0 if none. */

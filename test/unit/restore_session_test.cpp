@@ -314,6 +314,7 @@ protected:
 
 	TakerRestoreTest() : guard(images.fd())
 	{
+		options.overlap_copy = false; // the copy stays in the task, where these tests look at it
 		CriuKfdPtr msg = read_criu_kfd(ImageDir::files(images.fd()), kFileId);
 		msg->bo_entries[0]->has_shared = true;
 		msg->bo_entries[0]->shared = static_cast<uint32_t>(ShareRole::taker);

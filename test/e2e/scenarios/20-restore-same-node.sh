@@ -3,8 +3,10 @@
 #
 # Dump, kill and restore on the same emulated node (2xmi210), for both workloads: the restored
 # task has every BO at the same VA with the same handle, every byte, its mappings and events, and
-# its queues run again (SIGUSR1 VERIFY OK, SIGUSR2 HEARTBEAT OK).
-# timeout: 180
+# its queues run again (SIGUSR1 VERIFY OK, SIGUSR2 HEARTBEAT OK). The GPU copy runs in the restore
+# guard beside criu's own restore, and the log says so; with KFD_OVERLAP_COPY=0 it runs in the task,
+# in series, and the log says that.
+# timeout: 300
 . test/vm/lib.sh
 . test/e2e/lib.sh
 e2e_begin
@@ -47,6 +49,17 @@ restore_same_node() {
 	tap_same_bos "$w: every BO at its VA with its handle (emulator view)" "$pid" "$state"
 	tap_alive_verified "$w: restored" "$pid" "$state"
 	tap_same_task "$w: restored" "$RESULTS_DIR/$w.dumped" "$pid"
+	tap_log_has "$w: the GPU copy ran in the restore guard, beside criu's own restore of the task" \
+		"$CRIU_LAST_LOG" "amdgpu_plugin: pid $pid: restore: GPU copy [0-9.]+ s beside criu's own work of [0-9.]+ s"
+
+	# KFD_OVERLAP_COPY=0: the task copies, in series with criu's own work, and says so
+	tap_dump_gone "$w: criu dump again" "$pid" "$state" "$img-series"
+	CRIU_ENV=(KFD_OVERLAP_COPY=0)
+	tap_restore "$w: criu restore with KFD_OVERLAP_COPY=0" "$img-series"
+	CRIU_ENV=()
+	tap_log_has "$w: with KFD_OVERLAP_COPY=0 the copy ran in the task, in series" "$CRIU_LAST_LOG" \
+		"amdgpu_plugin: pid [0-9]+: restore: GPU copy [0-9.]+ s in series with criu's own work \(KFD_OVERLAP_COPY=0\)"
+	tap_alive_verified "$w: restored with the copy in series" "$pid" "$state"
 	wl_kill "$pid"
 }
 for_each_workload restore_same_node

@@ -6,7 +6,9 @@
 #   kernel: each KFD ioctl, each CRIU op, each render-node ioctl (device init, BO import, userptr
 #           registration, VA map, command submission, fence wait, ...), failed with EIO by the
 #           emulator, which counts them while criu works (debugfs calls; only calls by tasks named
-#           criu: criu itself, and a task criu is restoring);
+#           criu: criu itself, and a task criu is restoring; and by the restore guard, which copies
+#           the restored task's GPU memory after the task went on: a fault there fails the restore
+#           at the join, before the task's queues resume);
 #   host:   each open, read, write, lseek, fstat, ftruncate and close of the plugin's image files
 #           (EIO) and each allocation of staging memory (ENOMEM), failed by a preloaded seam that
 #           also counts them (test/host-faults/README.md).
