@@ -178,55 +178,6 @@ bool pidfd_wait_exit(int pidfd, int timeout_ms)
 	return ret > 0;
 }
 
-int send_message(int sock, const Message &m, int fd)
-{
-	iovec iov = { const_cast<Message *>(&m), sizeof(m) };
-	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-	msghdr msg = {};
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	if (fd >= 0) {
-		msg.msg_control = control;
-		msg.msg_controllen = sizeof(control);
-		cmsghdr *c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	ssize_t n;
-	while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	if (n < 0)
-		return -errno;
-	return n == sizeof(m) ? 0 : -EMSGSIZE;
-}
-
-int receive_message(int sock, Message &m, unique_fd &fd, bool wait)
-{
-	iovec iov = { &m, sizeof(m) };
-	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-	msghdr msg = {};
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = control;
-	msg.msg_controllen = sizeof(control);
-	ssize_t n;
-	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT))) < 0 && errno == EINTR)
-		;
-	if (n < 0)
-		return -errno;
-	for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-			int received;
-			memcpy(&received, CMSG_DATA(c), sizeof(int));
-			fd.reset(received);
-		}
-	if (n == 0)
-		return 0;
-	return n == sizeof(m) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? static_cast<int>(n) : -EBADMSG;
-}
-
 int send_record(int sock, std::span<const uint8_t> bytes, std::span<const int> fds)
 {
 	if (fds.size() > kMaxFds)
@@ -283,6 +234,30 @@ int receive_record(int sock, std::vector<uint8_t> &bytes, size_t max, std::vecto
 		return -EMSGSIZE;
 	// An empty record and a peer that is gone look alike: the records here are never empty.
 	return static_cast<int>(n);
+}
+
+int send_message(int sock, const Message &m, int fd)
+{
+	const int fds[1] = { fd };
+	return send_record(sock, { reinterpret_cast<const uint8_t *>(&m), sizeof(m) },
+			   fd >= 0 ? std::span<const int>(fds) : std::span<const int>());
+}
+
+int receive_message(int sock, Message &m, unique_fd &fd, bool wait)
+{
+	std::vector<uint8_t> bytes;
+	std::vector<unique_fd> fds;
+	const int n = receive_record(sock, bytes, sizeof(m), fds, wait);
+	if (!fds.empty())
+		fd = std::move(fds.front());
+	if (n == -EMSGSIZE)
+		return -EBADMSG;
+	if (n <= 0)
+		return n;
+	if (static_cast<size_t>(n) != sizeof(m))
+		return -EBADMSG;
+	memcpy(&m, bytes.data(), sizeof(m));
+	return n;
 }
 
 Link::~Link()

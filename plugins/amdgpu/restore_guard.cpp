@@ -412,7 +412,9 @@ void RestoreGuard::offer_buffer(int image_dir, uint32_t number, int dmabuf_fd) c
 			   number, socket_name_.c_str());
 }
 
-unique_fd RestoreGuard::take_buffer(int image_dir, uint32_t number, int timeout_ms) const
+// A conversation of its own with the guard: a SEQPACKET pair whose other end goes to the guard
+// with the request (kind, this task, value); the guard's copy of it is the only one left once sent.
+int RestoreGuard::open_channel(int image_dir, uint32_t kind, uint32_t value, unique_fd &mine) const
 {
 	unique_fd sock;
 	int pair[2];
@@ -420,21 +422,35 @@ unique_fd RestoreGuard::take_buffer(int image_dir, uint32_t number, int timeout_
 	if (!ret && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair))
 		ret = -errno;
 	if (ret)
-		fail_errno(ret, "cannot ask the restore guard (%s) for shared buffer %u", socket_name_.c_str(), number);
-	const unique_fd answer(pair[0]);
-	{
-		const unique_fd ask(pair[1]); // the guard's copy is the only one left once sent
-		ret = guard::send_message(sock.get(), { kTake, getpid(), number }, ask.get());
-	}
-	if (ret)
-		fail_errno(ret, "cannot ask the restore guard (%s) for shared buffer %u", socket_name_.c_str(), number);
-	pollfd p = { answer.get(), POLLIN, 0 };
+		return ret;
+	mine.reset(pair[0]);
+	const unique_fd theirs(pair[1]);
+	return guard::send_message(sock.get(), { kind, getpid(), value }, theirs.get());
+}
+
+namespace {
+
+// The guard's answer on a channel, waiting up to `timeout_ms`: receive_message()'s result, or 0
+// when none came.
+int await_answer(int channel, int timeout_ms, guard::Message &m, unique_fd &fd)
+{
+	pollfd p = { channel, POLLIN, 0 };
+	int ret;
 	while ((ret = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
 		;
+	return ret > 0 ? guard::receive_message(channel, m, fd, false) : ret;
+}
+
+} // namespace
+
+unique_fd RestoreGuard::take_buffer(int image_dir, uint32_t number, int timeout_ms) const
+{
+	unique_fd answer;
+	if (const int ret = open_channel(image_dir, kTake, number, answer))
+		fail_errno(ret, "cannot ask the restore guard (%s) for shared buffer %u", socket_name_.c_str(), number);
 	guard::Message m;
 	unique_fd dmabuf;
-	if (ret > 0)
-		ret = guard::receive_message(answer.get(), m, dmabuf, false);
+	const int ret = await_answer(answer.get(), timeout_ms, m, dmabuf);
 	if (ret <= 0 || m.kind != kBuffer || m.value != number || !dmabuf)
 		return unique_fd();
 	return dmabuf;
@@ -463,19 +479,8 @@ void RestoreGuard::hand_copy(int image_dir, uint32_t kfd_id, const std::map<uint
 			     reinterpret_cast<const uint8_t *>(pair + 2));
 	}
 
-	unique_fd sock;
-	int pair[2];
-	int ret = connect_to_guard(image_dir, sock);
-	if (!ret && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair))
-		ret = -errno;
-	if (ret)
-		fail_errno(ret, "cannot hand the GPU copy of %s to the restore guard (%s)",
-			   kfd_image_name(kfd_id).c_str(), socket_name_.c_str());
-	const unique_fd mine(pair[0]);
-	{
-		const unique_fd theirs(pair[1]); // the guard's copy is the only one left once sent
-		ret = guard::send_message(sock.get(), { kCopy, getpid(), kfd_id }, theirs.get());
-	}
+	unique_fd mine;
+	int ret = open_channel(image_dir, kCopy, kfd_id, mine);
 	// The guard reads the rest as it comes: no socket buffer bounds the number of BOs.
 	if (!ret)
 		ret = guard::send_record(mine.get(), first);
@@ -487,13 +492,9 @@ void RestoreGuard::hand_copy(int image_dir, uint32_t kfd_id, const std::map<uint
 	if (ret)
 		fail_errno(ret, "cannot hand the GPU copy of %s to the restore guard (%s)",
 			   kfd_image_name(kfd_id).c_str(), socket_name_.c_str());
-	pollfd p = { mine.get(), POLLIN, 0 };
-	while ((ret = poll(&p, 1, kHandOverMs)) < 0 && errno == EINTR)
-		;
 	guard::Message m;
 	unique_fd unused;
-	if (ret > 0)
-		ret = guard::receive_message(mine.get(), m, unused, false);
+	ret = await_answer(mine.get(), kHandOverMs, m, unused);
 	if (ret <= 0 || m.kind != kHeld || m.pid <= 0 || m.value != fds.size())
 		fail(-EPROTO,
 		     "the restore guard (%s) did not take the GPU copy of %s (%zu dma-bufs) within %d ms: it refused "

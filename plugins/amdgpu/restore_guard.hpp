@@ -93,6 +93,7 @@ public:
 
 private:
 	int connect_to_guard(int image_dir, unique_fd &sock) const;
+	int open_channel(int image_dir, uint32_t kind, uint32_t value, unique_fd &mine) const;
 	void join_all();
 
 	CopyResources copy_;
