@@ -41,15 +41,6 @@ uint32_t actual_gpu(std::span<const kfd_criu_device_bucket> devices, uint32_t us
 	return user;
 }
 
-// The BOs whose contents another process's pages image holds.
-std::vector<bool> taken_elsewhere(std::span<const BoShare> shares)
-{
-	std::vector<bool> elsewhere;
-	for (const BoShare &s : shares)
-		elsewhere.push_back(s.role == ShareRole::taker);
-	return elsewhere;
-}
-
 } // namespace
 
 DumpSession::DumpSession(const Options &options, ImageDir image_dir, std::filesystem::path topology_dir,

@@ -9,6 +9,14 @@
 
 namespace amdgpu {
 
+std::vector<bool> taken_elsewhere(std::span<const BoShare> shares)
+{
+	std::vector<bool> elsewhere;
+	for (const BoShare &s : shares)
+		elsewhere.push_back(s.role == ShareRole::taker);
+	return elsewhere;
+}
+
 namespace {
 
 // The KFD never reports more than this many BOs or devices for one process that we could copy

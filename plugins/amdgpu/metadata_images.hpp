@@ -50,6 +50,10 @@ struct BoShare {
 	ShareRole role = ShareRole::none;
 };
 
+// Per bucket, whether its bytes are in another process's images (a buffer it takes from the
+// holder that restores it): its own pages image has no place for it.
+std::vector<bool> taken_elsewhere(std::span<const BoShare> shares);
+
 // What a dump knows of one process, as its kfd image holds it: KFD CHECKPOINT's BOs (under the
 // gpu_ids the process knows), queue/event count and driver state, the GPUs it can use, and
 // libhsakmt's shared memory.

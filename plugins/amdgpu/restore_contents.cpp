@@ -11,14 +11,6 @@
 
 namespace amdgpu {
 
-std::vector<bool> taken_elsewhere(std::span<const BoShare> shares)
-{
-	std::vector<bool> elsewhere;
-	for (const BoShare &s : shares)
-		elsewhere.push_back(s.role == ShareRole::taker);
-	return elsewhere;
-}
-
 // The copies run through render files of their own: their temporary GPU mappings then live in a
 // VM of their own and cannot collide with the task's BOs in the VM KFD just restored.
 std::vector<GpuContents> copy_contents(const ContentsCopy &c, const std::optional<ImageSums> &sums,

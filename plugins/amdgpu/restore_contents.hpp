@@ -65,10 +65,6 @@ struct ContentsCopy {
 	uint64_t max_buffer_size = 0;
 };
 
-// Which buckets are taken from another task (shared_buffers.hpp): their bytes are in that task's
-// images, not in this one's.
-std::vector<bool> taken_elsewhere(std::span<const BoShare> shares);
-
 // The copy alone. `sums` (read before the copy, from files) say which blocks come from earlier
 // checkpoints; through a stream they come after the pages and are given to check_contents().
 std::vector<GpuContents> copy_contents(const ContentsCopy &copy, const std::optional<ImageSums> &sums,
