@@ -45,12 +45,14 @@ BOOKWORM_FULL_ONLY='e2e/26-* e2e/28-* e2e/32-* e2e/33-* e2e/34-* e2e/39-* e2e/40
 TRIXIE_411_SCENARIOS='e2e/60-*'
 # make check-full (CHECK_FULL=1) gives the trixie guest every scenario under criu 4.3 but
 # TRIXIE_OPEN, and the checkpoint/restore list, 61 and 64 under 4.1.1, and runs that list in the
-# bookworm guest under criu 4.2.1 built from Debian's source.
+# bookworm guest under criu 4.2.1 built from Debian's source. The list has the dump's GPU copy
+# beside criu (e2e/44), which checks under 4.1.1 and 4.2.1 that the copy runs in series and says
+# why: those criu call no hook after their memory dump that can still fail it.
 # Open in the trixie guest: criu killed mid-dump and mid-restore of ROCm 6.1's runtime workload and
 # of the guard's restore side (e2e/90, 91) fail there under criu 4.3, for a reason not found yet;
 # criu killed mid-dump of ROCm 6.4.3's and 7.2.4's processes (62) passes.
 TRIXIE_OPEN='e2e/90-* e2e/91-*'
-CRIU_SCENARIOS='e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/27-* e2e/28-* e2e/29-* e2e/32-* e2e/33-* e2e/37-* e2e/39-* e2e/60-*'
+CRIU_SCENARIOS='e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/27-* e2e/28-* e2e/29-* e2e/32-* e2e/33-* e2e/37-* e2e/39-* e2e/44-* e2e/60-*'
 CRIU_CYCLES=4
 full=${CHECK_FULL:-0}
 start=$(date +%s)

@@ -4,10 +4,12 @@
 # Where a checkpoint's time goes: criu's own work (its dump or restore of the task's host memory),
 # the plugin's GPU copy, and how much of the copy criu's own work hid. Run inside the test-bed
 # guest; `make bench` runs it in the trixie guest under criu 4.3 (whose DUMP_DEVICES_LATE hook is
-# what lets the dump's copy run beside criu's own work) and, for comparison, in the bookworm guest
-# under criu 3.17.1:
-#   VM_GUEST=trixie test/vm/run.sh --mem 6144 --timeout 1200 -- 'PATH=/opt/criu-4.3:$PATH test/bench/overlap.sh'
-#   test/vm/run.sh --mem 6144 --timeout 1200 -- test/bench/overlap.sh
+# what lets the dump's copy run beside criu's own work), with a host thread for each vCPU
+# (test/bench/run.sh says why), and, for comparison, in the bookworm guest under criu 3.17.1:
+#   VM_GUEST=trixie VM_TCG_THREAD=multi test/vm/run.sh --mem 8192 --timeout 1200 -- 'PATH=/opt/criu-4.3:$PATH test/bench/overlap.sh'
+#   test/vm/run.sh --mem 8192 --timeout 1200 -- test/bench/overlap.sh
+# Under another criu, its directory first in PATH: trixie's own 4.1.1 is /usr/sbin/criu there, and
+# test/criu/build.sh 4.2.1 builds build/criu/4.2.1/criu for the bookworm guest.
 # rocr_workload (ROCm's runtime, its copies always in flight) on two GPUs with OVERLAP_HOST_MB MiB
 # of host memory no page of which is zeros or like another (--host-mb) and OVERLAP_VRAM_MB MiB of
 # VRAM per GPU (its system-memory buffers, as many bytes, are GPU memory the plugin copies too), on
@@ -40,6 +42,7 @@
 #   OVERLAP_HOST_MB=512  host memory    OVERLAP_VRAM_MB=256  VRAM per GPU
 #   ENGINE_MBPS=40       engine-bound cap per GPU
 #   SINK_MBPS=40         sink-bound limit (both GPUs and criu together)
+#   OVERLAP_SHAPES="engine-bound sink-bound"   the shapes to run
 . test/vm/lib.sh
 . test/e2e/resource-lib.sh
 . test/bench/sink-lib.sh
@@ -48,6 +51,7 @@ host_mb=${OVERLAP_HOST_MB:-512}
 vram_mb=${OVERLAP_VRAM_MB:-256}
 engine_mbps=${ENGINE_MBPS:-40}
 sink_mbps=${SINK_MBPS:-40}
+shapes=" ${OVERLAP_SHAPES:-engine-bound sink-bound} "
 resource_require rocr
 
 pid=
@@ -88,8 +92,8 @@ why_in_series() {
 }
 
 # criu's own time in series, by "<shape> <dump|restore>": what the copy beside criu is held to. (Beside
-# the copy, criu's own work takes longer where both need the same CPU, as in the test bed's guest,
-# whose emulated CPUs all run on one host thread: measured there, "criu's own" would hide that.)
+# the copy, criu's own work takes longer where both need the same CPU, as in a guest whose emulated
+# CPUs take turns on one host thread: measured there, "criu's own" would hide that.)
 declare -A series_own
 
 # report <shape> <dump|restore> <overlap 0|1> <whole s> <criu log> <image dir>: the line of figures.
@@ -180,22 +184,26 @@ t_all=$EPOCHREALTIME
 echo "criu $(criu --version | sed -n 's/^Version: //p'), kernel $(uname -r); host memory $host_mb MiB, VRAM $vram_mb MiB per GPU"
 
 # engine-bound: the engine at ENGINE_MBPS per GPU, the sink the guest's RAM
-emu_load preset=2xmi210 sdma_mbps="$engine_mbps" || exit 1
-echo "engine-bound: engines $engine_mbps MB/s per GPU, images on tmpfs"
-shape engine-bound /tmp/overlap-images || status=1
-emu_unload
+if [[ $shapes == *" engine-bound "* ]]; then
+	emu_load preset=2xmi210 sdma_mbps="$engine_mbps" || exit 1
+	echo "engine-bound: engines $engine_mbps MB/s per GPU, images on tmpfs"
+	shape engine-bound /tmp/overlap-images || status=1
+	emu_unload
+fi
 
 # sink-bound: SINK_MBPS for criu and both GPUs, the engines 4x each GPU's share
-sink_setup $((host_mb + 4 * vram_mb + 1024)) "$sink_mbps" || { echo "cannot set up the rate-limited sink"; exit 1; }
-share=$((sink_mbps / 2))
-echo "sink-bound: engines $((4 * share)) MB/s per GPU, images on the sink at $sink_mbps MB/s"
-sink_dirty_small
-emu_load preset=2xmi210 sdma_mbps=$((4 * share)) || exit 1
-# from here on this script, the workload and criu do their I/O in the limited cgroup
-sink_enter || { echo "cannot enter $SINK_CG"; exit 1; }
-shape sink-bound "$SINK_MNT/images" || status=1
-sink_leave
-emu_unload
-sink_dirty_restore
+if [[ $shapes == *" sink-bound "* ]]; then
+	sink_setup $((host_mb + 4 * vram_mb + 1024)) "$sink_mbps" || { echo "cannot set up the rate-limited sink"; exit 1; }
+	share=$((sink_mbps / 2))
+	echo "sink-bound: engines $((4 * share)) MB/s per GPU, images on the sink at $sink_mbps MB/s"
+	sink_dirty_small
+	emu_load preset=2xmi210 sdma_mbps=$((4 * share)) || exit 1
+	# from here on this script, the workload and criu do their I/O in the limited cgroup
+	sink_enter || { echo "cannot enter $SINK_CG"; exit 1; }
+	shape sink-bound "$SINK_MNT/images" || status=1
+	sink_leave
+	emu_unload
+	sink_dirty_restore
+fi
 echo "overlap bench: $(since "$t_all") s"
 exit $status
