@@ -47,7 +47,8 @@ TRIXIE_411_SCENARIOS='e2e/60-*'
 # TRIXIE_OPEN, and the checkpoint/restore list, 61 and 64 under 4.1.1, and runs that list in the
 # bookworm guest under criu 4.2.1 built from Debian's source. The list has the dump's GPU copy
 # beside criu (e2e/44), which checks under 4.1.1 and 4.2.1 that the copy runs in series and says
-# why: those criu call no hook after their memory dump that can still fail it.
+# why: those criu call no hook after their memory dump that can still fail it. Under 4.2.1 also criu
+# killed mid-dump and mid-restore (e2e/90, 91: the restore guard's copies under a criu that dies).
 # Open in the trixie guest: criu killed mid-dump and mid-restore of ROCm 6.1's runtime workload and
 # of the guard's restore side (e2e/90, 91) fail there under criu 4.3, for a reason not found yet;
 # criu killed mid-dump of ROCm 6.4.3's and 7.2.4's processes (62) passes.
@@ -109,7 +110,7 @@ else
 		run_suite "VM suite (bookworm), 4 GiB guest (GPU containers under Podman)" env VM_CRIU=3.17.1 VM_MEM=4096 VM_SCENARIOS='e2e/8*' test/vm/run-suite.sh
 	[ "$full" != 1 ] ||
 		run_suite "VM suite (bookworm), criu 4.2.1 (checkpoint/restore scenarios)" \
-			env VM_CRIU=4.2.1 VM_SCENARIOS="$CRIU_SCENARIOS" E2E_CYCLES="$CRIU_CYCLES" test/vm/run-suite.sh
+			env VM_CRIU=4.2.1 VM_SCENARIOS="$CRIU_SCENARIOS e2e/90-* e2e/91-*" E2E_CYCLES="$CRIU_CYCLES" test/vm/run-suite.sh
 
 	trixie=$TRIXIE_SCENARIOS trixie_411=$TRIXIE_411_SCENARIOS trixie_exclude=''
 	[ "$full" != 1 ] || trixie='' trixie_411="$CRIU_SCENARIOS e2e/61-* e2e/64-*" trixie_exclude=$TRIXIE_OPEN
