@@ -110,10 +110,10 @@ report() {
 	why=$(why_in_series "$log" "$what")
 	own=$(awk -v w="$whole" -v x="$waited" 'BEGIN { printf "%.3f", w - x }')
 	[ "$overlap" != 0 ] || series_own["$shape $what"]=$own
-	awk -v shape="$shape" -v what="$what" -v o="$overlap" -v whole="$whole" -v src="$src" -v copy="$copy" \
+	awk -v shape="$shape" -v what="$what" -v o="$overlap" -v whole="$whole" -v own="$own" -v src="$src" -v copy="$copy" \
 		-v waited="$waited" -v mib="$mib" -v criu_mb="$criu_mb" -v plugin_mb="$plugin_mb" -v sink="$sink_mbps" \
 		-v why="$why" -v task="$task" -v series="${series_own["$shape $what"]:-}" 'BEGIN {
-		own = whole - waited; hidden = copy - waited
+		hidden = copy - waited
 		if (shape == "engine-bound") {
 			# criu own work as measured in series: beside the copy it may have slowed down
 			base = (series != "" ? series : own)
