@@ -463,6 +463,8 @@ struct emu_queue {
 	/* an AQL queue's packet processor (emu_aql_queue.c); exec_rptr counts its bytes */
 	u8 aql_kind;			/* EMU_AQL_*: 0 until its first pass */
 	u64 aql_packets;
+	u64 aql_instructions;		/* wave instructions of its finished dispatches */
+	struct emu_dispatch *dispatch;	/* the kernel dispatch in flight (emu_dispatch.c) */
 	const char *fault;		/* stopped for good */
 	u64 fault_va;
 	u32 mqd_size;
@@ -601,6 +603,31 @@ bool emu_queue_is_active(struct emu_queue *q);
 bool emu_sdma_queues_run(struct emu_process *p);
 u64 emu_sdma_queue_pending(struct emu_queue *q);
 bool emu_aql_queues_run(struct emu_process *p);
+
+/* the dispatcher (emu_dispatch.c) */
+struct emu_dispatch;
+enum emu_dispatch_status { EMU_DISPATCH_RUNNING, EMU_DISPATCH_DONE, EMU_DISPATCH_FAULT };
+struct emu_dispatch_fault {
+	int state;			/* enum emu_wave_state: ILLEGAL or MEMVIOL */
+	u64 pc;
+	u64 addr;
+};
+struct emu_dispatch *emu_dispatch_begin(struct emu_queue *q, const u64 *pkt, u64 va, u64 dispatch_id,
+					 u64 amd_queue, const char **why);
+enum emu_dispatch_status emu_dispatch_run(struct emu_dispatch *d, struct emu_queue *q, u64 budget,
+					  struct emu_dispatch_fault *fault);
+void emu_dispatch_free(struct emu_dispatch *d);
+u64 emu_dispatch_instructions(struct emu_dispatch *d);
+u64 emu_dispatch_start_ts(const struct emu_dispatch *d);
+u64 emu_dispatch_completion_signal(const struct emu_dispatch *d);
+size_t emu_dispatch_record_size(void);
+void emu_dispatch_save_record(const struct emu_dispatch *d, void *buf);
+int emu_dispatch_preempt(struct emu_queue *q, const char **why);
+int emu_dispatch_resume(struct emu_queue *q, const char **why);
+void emu_dispatch_wave_state(struct emu_queue *q, u32 *ctl_stack_used, u32 *save_area_used);
+size_t emu_queue_mqd_record_offset(void);
+void emu_aql_queues_preempt(struct emu_process *p);
+void emu_aql_queues_resume(struct emu_process *p);
 bool emu_aql_queue_runs(struct emu_queue *q);
 u64 emu_aql_queue_pending(struct emu_queue *q);
 void emu_heartbeat_kick(struct emu_process *p);

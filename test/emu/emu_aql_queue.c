@@ -53,9 +53,11 @@
 #include <linux/slab.h>
 
 #include "emu.h"
+#include "emu_shader.h"
 
 #define AQL_PACKET_BYTES		64
 #define AQL_PASS_PACKETS		1024	/* before the other queues get a turn */
+#define AQL_DISPATCH_SLICE		20000	/* wave instructions, likewise */
 
 #define AQL_TYPE_VENDOR_SPECIFIC	0
 #define AQL_TYPE_INVALID		1
@@ -110,7 +112,8 @@
 #define AQL_ERROR_MEMORY_VIOLATION	0x20000000
 #define AQL_ERROR_ILLEGAL_INSTRUCTION	0x40000000
 
-enum emu_aql_step { AQL_DONE, AQL_WAIT, AQL_ERROR };
+/* what became of a packet: DONE (consumed and completed), STARTED (consumed, completes later) */
+enum emu_aql_step { AQL_DONE, AQL_STARTED, AQL_WAIT, AQL_ERROR };
 
 struct emu_aql_pass {
 	struct emu_sdma_ctx x;		/* the GPU VM, as the copy engine sees it */
@@ -391,6 +394,64 @@ static enum emu_aql_step emu_aql_vendor_packet(struct emu_aql_pass *a, const u64
 }
 
 /*
+ * A kernel dispatch starts: the dispatcher takes the packet, which is then
+ * consumed like any other, but completes only when its grid has run
+ * (emu_aql_dispatch_run).  A descriptor the dispatcher cannot run is the
+ * illegal instruction the hardware would meet; one it cannot read, a memory
+ * violation.
+ */
+static enum emu_aql_step emu_aql_dispatch(struct emu_aql_pass *a, const u64 *pkt, u64 va)
+{
+	struct emu_queue *q = a->q;
+	struct emu_dispatch *d;
+	const char *why = NULL;
+
+	d = emu_dispatch_begin(q, pkt, va, q->exec_rptr / AQL_PACKET_BYTES, a->amd_queue, &why);
+	if (IS_ERR(d)) {
+		/* pkt[4] is the kernel object: what the log names */
+		if (PTR_ERR(d) == -EFAULT)
+			emu_aql_queue_error(a, why, pkt[4], AQL_ERROR_MEMORY_VIOLATION);
+		else
+			emu_aql_queue_error(a, why ?: "kernel dispatch: out of memory", pkt[4],
+					    AQL_ERROR_ILLEGAL_INSTRUCTION);
+		return AQL_ERROR;
+	}
+	q->dispatch = d;
+	return AQL_STARTED;
+}
+
+/*
+ * Run the queue's dispatch in flight for a slice; true if it has work left.
+ * A wave that stops on an instruction the shader core does not execute, or
+ * on memory the VM does not give it, ends the dispatch the way the trap
+ * handler reports it: the queue error, and the queue stops.
+ */
+static bool emu_aql_dispatch_run(struct emu_aql_pass *a)
+{
+	struct emu_queue *q = a->q;
+	struct emu_dispatch *d = q->dispatch;
+	struct emu_dispatch_fault fault = {};
+	enum emu_dispatch_status status;
+
+	status = emu_dispatch_run(d, q, AQL_DISPATCH_SLICE, &fault);
+	if (status == EMU_DISPATCH_RUNNING)
+		return true;
+	q->dispatch = NULL;
+	q->aql_instructions += emu_dispatch_instructions(d);
+	if (status == EMU_DISPATCH_FAULT) {
+		if (fault.state == EMU_WAVE_ILLEGAL)
+			emu_aql_queue_error(a, "wave: illegal instruction", fault.pc, AQL_ERROR_ILLEGAL_INSTRUCTION);
+		else
+			emu_aql_queue_error(a, "wave: memory violation", fault.addr, AQL_ERROR_MEMORY_VIOLATION);
+	} else if (emu_aql_complete(a, emu_dispatch_completion_signal(d), emu_dispatch_start_ts(d))) {
+		emu_aql_queue_error(a, "completion signal not writable", emu_dispatch_completion_signal(d),
+				    AQL_ERROR_MEMORY_VIOLATION);
+	}
+	emu_dispatch_free(d);
+	return false;
+}
+
+/*
  * Whether the packet at @va (its 64 bytes in @pkt) can be consumed now; errors
  * are reported to the runtime here.
  */
@@ -412,10 +473,7 @@ static enum emu_aql_step emu_aql_packet(struct emu_aql_pass *a, const u64 *pkt, 
 		emu_aql_queue_error(a, "barrier dependency signal not readable", va, AQL_ERROR_MEMORY_VIOLATION);
 		return AQL_ERROR;
 	case AQL_TYPE_KERNEL_DISPATCH:
-		/* pkt[4] is the kernel object: what the log names */
-		emu_aql_queue_error(a, "kernel dispatch: shaders are not emulated", pkt[4],
-				    AQL_ERROR_ILLEGAL_INSTRUCTION);
-		return AQL_ERROR;
+		return emu_aql_dispatch(a, pkt, va);
 	case AQL_TYPE_VENDOR_SPECIFIC:
 		return emu_aql_vendor_packet(a, pkt, va);
 	default:
@@ -441,6 +499,11 @@ static bool emu_aql_queue_pass(struct emu_process *p, struct emu_queue *q)
 	if (!emu_aql_queue_of_runtime(&a))
 		return false;
 	a.amd_queue = q->rptr - AMD_QUEUE_READ_DISPATCH_ID;
+	a.profiling = !emu_aql_read(&a, a.amd_queue + AMD_QUEUE_PROPERTIES, &properties, sizeof(properties)) &&
+		      (properties & AMD_QUEUE_PROFILING);
+	/* a dispatch in flight holds the queue: packets after it wait for it */
+	if (q->dispatch && (emu_aql_dispatch_run(&a) || q->fault))
+		return !q->fault;
 	if (emu_aql_read(&a, q->wptr, &write_index, sizeof(write_index)))
 		return false;
 	index = q->exec_rptr / AQL_PACKET_BYTES;
@@ -452,8 +515,6 @@ static bool emu_aql_queue_pass(struct emu_process *p, struct emu_queue *q)
 		return false;
 	}
 	q->executing = true;
-	a.profiling = !emu_aql_read(&a, a.amd_queue + AMD_QUEUE_PROPERTIES, &properties, sizeof(properties)) &&
-		      (properties & AMD_QUEUE_PROFILING);
 
 	while (index < write_index && budget--) {
 		va = q->ring_base + (index & (slots - 1)) * AQL_PACKET_BYTES;
@@ -463,7 +524,7 @@ static bool emu_aql_queue_pass(struct emu_process *p, struct emu_queue *q)
 		}
 		start_ts = emu_gpu_clock_counter();
 		step = emu_aql_packet(&a, pkt, va);
-		if (step != AQL_DONE)
+		if (step != AQL_DONE && step != AQL_STARTED)
 			break;
 		/* consumed: the slot goes back to the producer before the packet completes */
 		index++;
@@ -474,6 +535,9 @@ static bool emu_aql_queue_pass(struct emu_process *p, struct emu_queue *q)
 			emu_aql_queue_error(&a, "read index not writable", q->rptr, AQL_ERROR_MEMORY_VIOLATION);
 			return false;
 		}
+		/* a dispatch runs in the passes that follow */
+		if (step == AQL_STARTED)
+			return true;
 		/* every packet type that completes keeps its completion signal in the last 8 bytes */
 		if (emu_aql_complete(&a, pkt[7], start_ts)) {
 			emu_aql_queue_error(&a, "completion signal not writable", pkt[7], AQL_ERROR_MEMORY_VIOLATION);
@@ -489,6 +553,10 @@ u64 emu_aql_queue_pending(struct emu_queue *q)
 	struct emu_sdma_ctx x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
 	u64 write_index, index = q->exec_rptr / AQL_PACKET_BYTES;
 
+	if (q->dispatch)
+		return 1 + (q->aql_kind == EMU_AQL_RUNTIME && x.vm &&
+			    !emu_sdma_access(&x, q->wptr, &write_index, sizeof(write_index), false, 0) &&
+			    write_index > index ? write_index - index : 0);
 	if (q->aql_kind != EMU_AQL_RUNTIME || !x.vm ||
 	    emu_sdma_access(&x, q->wptr, &write_index, sizeof(write_index), false, 0) ||
 	    write_index < index)
@@ -518,4 +586,54 @@ bool emu_aql_queues_run(struct emu_process *p)
 		more |= emu_aql_queue_pass(p, q);
 	}
 	return more;
+}
+
+/*
+ * The process's queues stop (KFD evicts them, CRIU pauses them): each
+ * dispatch in flight saves its waves as CWSR does (emu_dispatch_preempt).  A
+ * queue that cannot save them faults, as a context save the GPU cannot write
+ * does.  Caller holds p->lock.
+ */
+void emu_aql_queues_preempt(struct emu_process *p)
+{
+	struct emu_queue *q;
+	const char *why = NULL;
+
+	list_for_each_entry(q, &p->queues, link) {
+		struct emu_aql_pass a = {
+			.x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm, .p = p },
+			.p = p, .q = q, .amd_queue = q->rptr - AMD_QUEUE_READ_DISPATCH_ID,
+		};
+
+		if (!q->dispatch || !emu_dispatch_preempt(q, &why))
+			continue;
+		emu_aql_queue_error(&a, why, q->ctx_save_addr, AQL_ERROR_MEMORY_VIOLATION);
+		emu_dispatch_free(q->dispatch);
+		q->dispatch = NULL;
+	}
+}
+
+/*
+ * They run again: the waves come back from the save areas, a restored
+ * queue's dispatch from its MQD first.  A queue whose saved waves cannot be
+ * read back faults instead of running something else.  Caller holds
+ * p->lock.
+ */
+void emu_aql_queues_resume(struct emu_process *p)
+{
+	struct emu_queue *q;
+	const char *why = NULL;
+
+	list_for_each_entry(q, &p->queues, link) {
+		struct emu_aql_pass a = {
+			.x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm, .p = p },
+			.p = p, .q = q, .amd_queue = q->rptr - AMD_QUEUE_READ_DISPATCH_ID,
+		};
+
+		if (q->type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL || q->fault || !emu_dispatch_resume(q, &why))
+			continue;
+		emu_aql_queue_error(&a, why, q->ctx_save_addr, AQL_ERROR_MEMORY_VIOLATION);
+		emu_dispatch_free(q->dispatch);
+		q->dispatch = NULL;
+	}
 }

@@ -471,8 +471,10 @@ bool emu_process_queues_active(struct emu_process *p)
 /* As KFD, the time from the first eviction to the last restore counts as evicted. */
 void emu_process_evict(struct emu_process *p)
 {
-	if (!p->evict_count++)
+	if (!p->evict_count++) {
 		p->evict_start = get_jiffies_64();
+		emu_aql_queues_preempt(p);
+	}
 }
 
 void emu_process_restore(struct emu_process *p)
@@ -481,6 +483,7 @@ void emu_process_restore(struct emu_process *p)
 		u64 evicted = get_jiffies_64() - p->evict_start;
 
 		WRITE_ONCE(p->evicted_jiffies, p->evicted_jiffies + evicted);
+		emu_aql_queues_resume(p);
 		emu_heartbeat_kick(p);
 	}
 }

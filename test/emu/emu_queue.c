@@ -56,9 +56,22 @@ u32 emu_queue_mqd_size(u32 type)
 	}
 }
 
+/*
+ * A compute queue's MQD image holds, after struct emu_mqd, the record of its
+ * kernel dispatch in flight (emu_dispatch.c): what a restore needs besides the
+ * waves in the context save area.
+ */
+size_t emu_queue_mqd_record_offset(void)
+{
+	return ALIGN(sizeof(struct emu_mqd), 8);
+}
+
 void emu_queue_fill_mqd(struct emu_queue *q)
 {
 	struct emu_mqd *m = q->mqd;
+
+	if (q->mqd_size >= emu_queue_mqd_record_offset() + emu_dispatch_record_size())
+		emu_dispatch_save_record(q->dispatch, q->mqd + emu_queue_mqd_record_offset());
 
 	m->magic = EMU_MQD_MAGIC;
 	m->queue_id = q->id;
@@ -176,6 +189,7 @@ static struct emu_queue *emu_queue_alloc(u32 type, u32 ctl_stack_size)
 static void emu_queue_release(struct emu_queue *q)
 {
 	kfree(q->cu_mask);
+	emu_dispatch_free(q->dispatch);
 	kfree(q->mqd);
 	kvfree(q->ctl_stack);
 	kfree(q);
@@ -436,9 +450,8 @@ int emu_ioctl_get_queue_wave_state(struct file *filp, struct emu_process *p, voi
 		/* only an idle compute queue has a saved wave state */
 		ret = -EINVAL;
 	} else {
-		/* no wave ever ran: nothing was saved */
-		args->ctl_stack_used_size = 0;
-		args->save_area_used_size = 0;
+		/* what the last preemption saved; nothing if no wave was in flight */
+		emu_dispatch_wave_state(q, &args->ctl_stack_used_size, &args->save_area_used_size);
 	}
 	mutex_unlock(&p->lock);
 	return ret;
