@@ -1,0 +1,134 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# GPU kernels in flight at the checkpoint. hip_kernel_workload (HIP 6.4.3, its kernels built with
+# Debian's hipcc) runs kernels on every GPU all the time: a long integer loop, an LDS reduction
+# with a global atomic, hipMemset and device->device copies (HIP's own blit kernels). The emulated
+# GPU executes them (test/emu/emu_dispatch.c, emu_shader.c); when criu pauses the queues, the waves
+# of each dispatch in flight stop and go into the queue's context save area and control stack
+# (emu_cwsr.c), as CWSR does, and the emulator logs each preemption.
+#
+# On 2xmi210, under the criu the suite runs (a root whose glibc puts guard regions in thread
+# stacks needs criu 4.2 or newer: below that the dump fails and the task runs on, verified):
+#   - dumped with a kernel in flight on both GPUs (the log shows the waves saved on each),
+#     restored on a node of the same shape with other gpu_ids and render minors: the waves come
+#     back from the save area (logged), the kernels in flight finish with the right results, new
+#     kernels of every kind run (verify), heartbeats complete;
+#   - dumped again from there and restored on the same node (the ids of the first restore);
+#   - dumped with -R: the task keeps running, the kernels that were preempted finish right;
+#   - a kernel that reaches an instruction the emulated GPU does not execute is reported to the
+#     application as an illegal instruction (the workload's --illegal-instruction mode).
+# timeout: 900
+. test/vm/lib.sh
+. test/e2e/lib.sh
+userland_private_mounts "$@"
+e2e_begin
+userland_require
+
+# One launch of the long kernel takes seconds in the guest: the dump always finds one in flight.
+KERNEL_ARGS=(--vram-mb 1 --kernel-kib "${E2E_KERNEL_KIB:-256}" --kernel-iters "${E2E_KERNEL_ITERS:-200}")
+img=/tmp/img-65
+
+# tap_preempted <what> <mark> <gpus>: since the mark, the emulator saved the waves of a dispatch
+# in flight on <gpus> different GPUs.
+tap_preempted() {
+	local what=$1 mark=$2 want=$3 got
+	got=$(dmesg | sed -n "\\|$mark\$|,\$p" |
+		sed -nE 's/.*\[cwsr\] queue [0-9]+ \(GPU ([0-9]+)\): dispatch [0-9]+ preempted in workgroup .* waves saved.*/\1/p' |
+		sort -u | wc -l)
+	tap_check "$what: a kernel was in flight on every GPU, its waves saved ($got of $want GPUs)" [ "$got" -ge "$want" ]
+}
+
+# tap_resumed <what> <mark>: since the mark, saved waves came back from a context save area.
+tap_resumed() {
+	local what=$1 mark=$2 got
+	got=$(dmesg | sed -n "\\|$mark\$|,\$p" | grep -c '\[cwsr\] .* resumed in workgroup .* waves restored')
+	tap_check "$what: the saved waves came back from the context save area ($got dispatches)" [ "$got" -ge 1 ]
+}
+
+# dump_in_flight <tag> <what> [criu options]: wait for kernels in flight, dump, check the preemptions
+dump_in_flight() {
+	local tag=$1 what=$2 mark
+	shift 2
+	sleep 2
+	mark="e2e 65: $tag $what $(date +%s%N)"
+	dmesg_mark "$mark"
+	if [ "${1:-}" = -R ]; then
+		tap_dump "$tag: $what" "$pid" "$img" "$@" || return 1
+	else
+		tap_dump_gone "$tag: $what" "$pid" "$state" "$img" "$@" || return 1
+	fi
+	tap_preempted "$tag: $what" "$mark" 2
+	LAST_MARK=$mark
+}
+
+one_userland() {
+	local tag="ROCm $version kernels" mark
+	wl_fresh hip_kernel preset=2xmi210 -- "${KERNEL_ARGS[@]}" || return
+	tap_verify "$tag: before the dump" "$pid" "$state"
+	task_snapshot "$pid" "$RESULTS_DIR/hip_kernel.dumped"
+	if ! userland_criu_dumps "$version"; then
+		tap_dump_fails_runs_on "$tag"
+		return
+	fi
+
+	dump_in_flight "$tag" "dumped with kernels in flight" || { wl_kill "$pid"; return; }
+	emu_reload_or_say "$tag: reload as 2xmi210 with other gpu_ids" preset=2xmi210 \
+		gpu_ids=0x0e11,0x0e12 render_minor_base=150 || return
+	mark="e2e 65: $tag restore $(date +%s%N)"
+	dmesg_mark "$mark"
+	tap_restore "$tag: restored on other gpu_ids" "$img" || return
+	tap_same_task "$tag: restored on other gpu_ids" "$RESULTS_DIR/hip_kernel.dumped" "$pid"
+	tap_alive_verified "$tag: restored on other gpu_ids (kernels in flight finished right, new ones run)" "$pid" "$state"
+	tap_resumed "$tag: restored on other gpu_ids" "$mark"
+
+	dump_in_flight "$tag" "dumped again, kernels in flight" || { wl_kill "$pid"; return; }
+	mark="e2e 65: $tag restore same node $(date +%s%N)"
+	dmesg_mark "$mark"
+	tap_restore "$tag: restored on the same node" "$img" || return
+	tap_alive_verified "$tag: restored on the same node" "$pid" "$state"
+	tap_resumed "$tag: restored on the same node" "$mark"
+
+	dump_in_flight "$tag" "dumped with -R, kernels in flight" -R || { wl_kill "$pid"; return; }
+	tap_alive_verified "$tag: running on after the -R dump (preempted kernels finished right)" "$pid" "$state"
+	tap_resumed "$tag: running on after the -R dump" "$LAST_MARK"
+	rm -rf "$img"
+	wl_kill "$pid"
+}
+
+# What a failed dump owes the task: it runs on, its kernels finish right.
+tap_dump_fails_runs_on() {
+	local tag=$1
+	if wl_dump "$pid" "$img"; then
+		tap_not_ok "$tag: criu $(criu_version) cannot dump thread stacks with guard regions" "the dump succeeded"
+	else
+		tap_ok "$tag: criu $(criu_version) refuses the dump (thread-stack guard regions; criu 4.2 dumps them)"
+	fi
+	rm -rf "$img"
+	tap_alive_verified "$tag: after the failed dump, kernels preempted by it finish right" "$pid" "$state"
+	wl_kill "$pid"
+}
+
+illegal_instruction() {
+	local tag="ROCm $version kernels" out=$RESULTS_DIR/hip_kernel-illegal.out
+	emu_reload_or_say "$tag: reload as 2xmi210" preset=2xmi210 || return
+	if chroot "$WL_ROOT" "$WL_BIN/hip_kernel_workload" --illegal-instruction >"$out" 2>&1; then
+		tap_ok "$tag: a kernel reaching an instruction the emulated GPU does not execute is reported to the application as an illegal instruction"
+	else
+		tap_not_ok "$tag: a kernel reaching an instruction the emulated GPU does not execute is reported to the application as an illegal instruction" \
+			"$(tail -n 5 "$out")"
+	fi
+}
+
+for version in $(userland_versions); do
+	userland_enter "$version" || { tap_not_ok "ROCm $version: its root's binds"; continue; }
+	if [[ " $(userland_workloads "$version") " == *" hip_kernel "* ]]; then
+		log "$(userland_label "$version"), kernels in flight, under criu $(criu_version)"
+		one_userland
+		illegal_instruction
+	else
+		tap_skip "ROCm $version: no hip_kernel_workload built in its root (hipcc)"
+	fi
+	userland_leave
+done
+e2e_done
