@@ -1117,7 +1117,7 @@ static void own_options(int *argc, char **argv, struct workload *w, const struct
 		if (!strcmp(arg, "--kernel-iters") && i + 1 < *argc) {
 			w->iters = own_uint(arg, argv[++i], 1, 1u << 30);
 		} else if (!strcmp(arg, "--kernel-kib") && i + 1 < *argc) {
-			/* a whole number of blocks of work-items */
+			/* 1 KiB is 256 words: one block of work-items */
 			w->kernel_kib = own_uint(arg, argv[++i], 1, 1u << 20);
 		} else if (!strcmp(arg, "--expect") && i + 1 < *argc) {
 			*expect = argv[++i];
@@ -1133,6 +1133,10 @@ static void own_options(int *argc, char **argv, struct workload *w, const struct
 				exit(WL_EXIT_USAGE);
 			}
 		} else {
+			if (!strcmp(arg, "--help") || !strcmp(arg, "-h"))
+				printf("%s [--kernel-iters N (default %d)] [--kernel-kib K (default %d)]\n"
+				       "%s --illegal-instruction[=mfma|invalid|trap] [--expect HSA_STATUS_NAME]\n",
+				       wl_prog, DEFAULT_ITERS, DEFAULT_KERNEL_KIB, wl_prog);
 			argv[out++] = argv[i];
 		}
 	}
@@ -1154,10 +1158,6 @@ int main(int argc, char **argv)
 	wl_parse_opts(argc, argv, &w.opts);
 	if (illegal)
 		return illegal_main(&w, illegal, expect);
-	if (((size_t)w.kernel_kib << 10) % (BLOCK * 4)) {
-		wl_err("--kernel-kib: %u KiB is not a whole number of blocks of %d words", w.kernel_kib, BLOCK);
-		return WL_EXIT_USAGE;
-	}
 	wl_guard_init();
 	wl_signals_block();
 	ret = setup(&w);
