@@ -571,10 +571,8 @@ static void verify(void *ctx, struct wl_report *r)
 		if (g->failures.load())
 			wl_fail(r, "%" PRIu64 " rounds failed (%" PRIu64 " right, %" PRIu64 " kernels completed); the first: %s",
 				g->failures.load(), g->rounds.load(), g->launches.load(), g->failure);
-		else if (!g->rounds.load())
-			wl_fail(r, "%s: no round completed yet (round %" PRIu64 ": %s)", name, g->round.load(),
-				g->doing.load());
 		else
+			/* no round may have completed yet: verify's own round below runs every kernel */
 			wl_pass(r);
 		pthread_mutex_unlock(&g->lock);
 		/* x and y as the last round left them, then new kernels of every kind */
