@@ -12,7 +12,11 @@
 #   userland_require                  skip (77) outside the trixie guest or without a built root
 #   userland_versions                 the versions whose root and workloads are built ("6.4 ..."),
 #                                     of those ROCM_USERLANDS names if set (make check: "6.4")
-#   userland_workloads <version>      the workloads built in it ("rocr hip")
+#   userland_workloads <version> [--kernels]
+#                                     the workloads built in it ("rocr hip"); with --kernels also
+#                                     those whose GPUs execute shader code (hip_kernel: HIP kernels
+#                                     built with hipcc, 6.4 only), which need the emulator's shader
+#                                     core; wl_start starts any of them (wl_start hip_kernel <name>)
 #   userland_label <version>          "ROCm 6.4 (libhsa-runtime64-1 6.4.3+dfsg-5)"
 #   userland_criu_dumps <version>     false where the criu in PATH cannot dump its processes: criu
 #                                     before 4.2, with a root whose glibc (2.42 and newer, sid's)
@@ -43,8 +47,9 @@ userland_versions() {
 }
 
 userland_workloads() {
-	local w out=()
-	for w in rocr hip; do
+	local w out=() all=(rocr hip)
+	[ "${2:-}" != --kernels ] || all+=(hip_kernel)
+	for w in "${all[@]}"; do
 		[ ! -x "$USERLAND_DIR/rocm-$1/src/test/e2e/bin/${w}_workload" ] || out+=("$w")
 	done
 	echo "${out[@]}"
