@@ -70,7 +70,17 @@ UNIT43_BIN := $(BUILD)/test/unit/criu-4.3-tests
 STREAMER   := $(BUILD)/test/image-streamer
 HOST_FAULTS := $(BUILD)/test/libhost-faults.so
 
-all: plugin tools $(UNIT_BIN) $(BENCHES) $(STREAMER) $(HOST_FAULTS)
+# The emulated GPU's pure parts, tested on the host: the shader core and the context save area
+# codec (test/emu/shader-tests, test/emu/cwsr-tests), built from the module's own sources.
+EMU_HOST_TESTS := $(BUILD)/test/emu/shader_test $(BUILD)/test/emu/cwsr_test
+
+all: plugin tools $(UNIT_BIN) $(BENCHES) $(STREAMER) $(HOST_FAULTS) $(EMU_HOST_TESTS)
+
+$(BUILD)/test/emu/shader_test: $(wildcard test/emu/shader-tests/* test/emu/emu_shader*.[ch])
+	@$(MAKE) --no-print-directory -C test/emu/shader-tests O=$(abspath $(BUILD))/test/emu
+
+$(BUILD)/test/emu/cwsr_test: $(wildcard test/emu/cwsr-tests/* test/emu/emu_cwsr.[ch] test/emu/emu_shader.h)
+	@$(MAKE) --no-print-directory -C test/emu/cwsr-tests O=$(abspath $(BUILD))/test/emu
 
 $(STREAMER): test/streamer/image_streamer.cpp
 	@mkdir -p $(dir $@)

@@ -218,7 +218,7 @@ void emu_dispatch_free(struct emu_dispatch *d)
 		return;
 	kvfree(d->vgprs);
 	kvfree(d->lds);
-	kfree(d);
+	kvfree(d);
 }
 
 /*
@@ -236,7 +236,7 @@ struct emu_dispatch *emu_dispatch_begin(struct emu_queue *q, const u64 *pkt, u64
 	u32 waves_max, regs, i;
 	s64 entry_offset;
 
-	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	d = kvzalloc(sizeof(*d), GFP_KERNEL);	/* 16 waves with their working space */
 	if (!d)
 		return ERR_PTR(-ENOMEM);
 	memcpy(d->pkt, pkt, sizeof(d->pkt));
@@ -392,6 +392,8 @@ static int emu_dispatch_start_group(struct emu_dispatch *d, struct emu_sdma_ctx 
 			.vgpr = d->vgprs + (size_t)wave * regs,
 			.lds = d->lds,
 			.lds_size = d->lds_bytes,
+			.lds_aperture = EMU_LDS_BASE,
+			.scratch_aperture = EMU_SCRATCH_BASE,
 			.isa = isa,
 		};
 		memset(w->vgpr, 0, regs * sizeof(*w->vgpr));
@@ -606,8 +608,14 @@ int emu_dispatch_preempt(struct emu_queue *q, const char **why)
 	for (i = 0; i < d->nwaves; i++) {
 		if (d->waves[i].state == EMU_WAVE_ENDED)
 			continue;
-		if (n != i)
-			swap(d->waves[n], d->waves[i]);
+		if (n != i) {
+			/* the ended wave's register block goes to the end with it */
+			u32 (*spare)[EMU_WAVE_LANES] = d->waves[n].vgpr;
+
+			d->waves[n] = d->waves[i];
+			d->waves[i].vgpr = spare;
+			d->waves[i].state = EMU_WAVE_ENDED;
+		}
 		n++;
 	}
 	d->nwaves = n;
@@ -681,8 +689,11 @@ static int emu_dispatch_restore_waves(struct emu_queue *q, struct emu_dispatch *
 	kvfree(buf);
 	if (ret)
 		return ret;
-	for (i = 0; i < n_waves; i++)
+	for (i = 0; i < n_waves; i++) {
 		d->waves[i] = scanned[i];
+		d->waves[i].lds_aperture = EMU_LDS_BASE;
+		d->waves[i].scratch_aperture = EMU_SCRATCH_BASE;
+	}
 	d->nwaves = n_waves;
 	d->saved_waves = 0;
 	emu_cwsr_state_empty(area, &d->cwsr);

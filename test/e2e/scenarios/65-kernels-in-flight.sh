@@ -112,7 +112,7 @@ tap_dump_fails_runs_on() {
 illegal_instruction() {
 	local tag="ROCm $version kernels" out=$RESULTS_DIR/hip_kernel-illegal.out
 	emu_reload_or_say "$tag: reload as 2xmi210" preset=2xmi210 || return
-	if chroot "$WL_ROOT" "$WL_BIN/hip_kernel_workload" --illegal-instruction >"$out" 2>&1; then
+	if chroot "$WL_ROOT" "$WL_BIN/hip_kernel_workload" --illegal-instruction --state "$RESULTS_DIR/hip_kernel-illegal.state" >"$out" 2>&1; then
 		tap_ok "$tag: a kernel reaching an instruction the emulated GPU does not execute is reported to the application as an illegal instruction"
 	else
 		tap_not_ok "$tag: a kernel reaching an instruction the emulated GPU does not execute is reported to the application as an illegal instruction" \
@@ -122,7 +122,7 @@ illegal_instruction() {
 
 for version in $(userland_versions); do
 	userland_enter "$version" || { tap_not_ok "ROCm $version: its root's binds"; continue; }
-	if [[ " $(userland_workloads "$version") " == *" hip_kernel "* ]]; then
+	if [[ " $(userland_workloads "$version" --kernels) " == *" hip_kernel "* ]]; then
 		log "$(userland_label "$version"), kernels in flight, under criu $(criu_version)"
 		one_userland
 		illegal_instruction
