@@ -32,6 +32,7 @@
 #include <hsa/hsa_ext_amd.h>
 
 #include "client_tap.h"
+#include "hand_kernels.h"
 #include "hsa_aql.h"
 
 #include <inttypes.h>
@@ -349,54 +350,9 @@ static void check_barriers(struct gpu *g, hsa_queue_t *q)
 	hsa_signal_destroy(done);
 }
 
-/*
- * ---- Kernel dispatches ------------------------------------------------------------------------
- *
- * Kernels assembled by hand, so that the test needs no compiler: a kernel descriptor (the 64-byte
- * amdhsa record a code object's loader places in GPU memory) and its code 256 bytes after it, in
- * system memory the GPU may read.  The descriptors are valid on gfx908 and gfx90a alike: one
- * register granule (gfx908: 4 VGPRs and 4 AccVGPRs; gfx90a: 8 registers, the AccVGPRs from
- * v4 on, accum_offset 0 in rsrc3), the kernarg segment pointer in s[0:1] (two user SGPRs), the
- * workgroup id x in s2, the work-item id x in v0.
- */
-#define KD_GROUP_SEGMENT_SIZE 0
-#define KD_PRIVATE_SEGMENT_SIZE 4
-#define KD_KERNARG_SIZE 8
-#define KD_ENTRY_OFFSET 16
-#define KD_PGM_RSRC3 44
-#define KD_PGM_RSRC1 48
-#define KD_PGM_RSRC2 52
-#define KD_CODE_PROPERTIES 56
-#define KD_ENTRY 256 /* the code, after the descriptor */
+/* ---- Kernel dispatches (test/common/hand_kernels.h) ----------------------------------------- */
 
-/* float modes 0xf0 (no flushing), DX10_CLAMP, IEEE_MODE; SGPR granule 1 (32); VGPR granule 0 */
-#define KERNEL_RSRC1 0x00af0040u
-/* USER_SGPR_COUNT 2 (bits 5:1), ENABLE_SGPR_WORKGROUP_ID_X (bit 7); VGPR work-item id x only */
-#define KERNEL_RSRC2 (2u << 1 | 1u << 7)
-#define KERNEL_KERNARG_PTR (1u << 3)
-
-/* Each work-item stores its global id to out[global id]; the out pointer is the kernarg. */
-#define STORE_IDS_WG 256 /* s_lshl_b32 s3, s2, 8 below: workgroup id * 256 */
-#define STORE_IDS_GRID 1000
-static const uint32_t store_ids_code[] = {
-	0xc0060100, 0x00000000, /* s_load_dwordx2 s[4:5], s[0:1], 0x0 */
-	0x8e038802,		/* s_lshl_b32 s3, s2, 8 */
-	0x68020003,		/* v_add_u32 v1, s3, v0 */
-	0x24040282,		/* v_lshlrev_b32 v2, 2, v1 */
-	0xbf8cc07f,		/* s_waitcnt lgkmcnt(0) */
-	0xdc708000, 0x00040102, /* global_store_dword v2, v1, s[4:5] */
-	0xbf810000,		/* s_endpgm */
-};
-
-/*
- * An MFMA first: v_mfma_f32_4x4x1f32 with v0 as both sources.  One encoding for both targets:
- * gfx908 reads its accumulators as a[0:3], gfx90a (acc_cd clear) as v[0:3].  MI100 and MI200
- * execute it; the emulated GPU's shader core does not, and must stop there.
- */
-static const uint32_t mfma_code[] = {
-	0xd3c20000, 0x04020100, /* v_mfma_f32_4x4x1f32 */
-	0xbf810000,		/* s_endpgm */
-};
+#define STORE_IDS_GRID 1000 /* four workgroups of 256, the last one of 232 */
 
 /* Below the GPUVM aperture KFD reports (from 0x4000, as on a gfx9 dGPU): nothing is mapped there */
 #define UNMAPPED_KERNEL_OBJECT 0x1000
@@ -409,28 +365,6 @@ static const uint32_t mfma_code[] = {
 #define OUT_SLOTS 1024 /* past the grid: must stay as filled */
 #define KERNEL_BUFFER (AT_OUT + OUT_SLOTS * sizeof(uint32_t))
 #define SENTINEL 0xdeadbeefu
-
-static void put_u32(uint8_t *p, size_t at, uint32_t v)
-{
-	memcpy(p + at, &v, sizeof(v));
-}
-
-static void write_kernel(uint8_t *kd, const uint32_t *code, size_t code_bytes)
-{
-	uint16_t properties = KERNEL_KERNARG_PTR;
-	int64_t entry = KD_ENTRY;
-
-	memset(kd, 0, KD_ENTRY + code_bytes);
-	put_u32(kd, KD_GROUP_SEGMENT_SIZE, 0);
-	put_u32(kd, KD_PRIVATE_SEGMENT_SIZE, 0);
-	put_u32(kd, KD_KERNARG_SIZE, sizeof(uint64_t));
-	memcpy(kd + KD_ENTRY_OFFSET, &entry, sizeof(entry));
-	put_u32(kd, KD_PGM_RSRC3, 0);
-	put_u32(kd, KD_PGM_RSRC1, KERNEL_RSRC1);
-	put_u32(kd, KD_PGM_RSRC2, KERNEL_RSRC2);
-	memcpy(kd + KD_CODE_PROPERTIES, &properties, sizeof(properties));
-	memcpy(kd + KD_ENTRY, code, code_bytes);
-}
 
 /*
  * Dispatches @kernel_object over a 1D grid of @grid work-items in workgroups of @wg and waits
@@ -525,8 +459,8 @@ static void check_kernels(struct gpu *g, hsa_queue_t *q, struct queue_error *e, 
 	ok(s == HSA_STATUS_SUCCESS, "GPU node %u: system memory the GPU reads kernels from: %s", g->id, status_text(s));
 	if (s != HSA_STATUS_SUCCESS)
 		return;
-	write_kernel(buf + AT_STORE_IDS, store_ids_code, sizeof(store_ids_code));
-	write_kernel(buf + AT_MFMA, mfma_code, sizeof(mfma_code));
+	hand_kernel_write(buf + AT_STORE_IDS, store_ids_code, sizeof(store_ids_code));
+	hand_kernel_write(buf + AT_MFMA, mfma_code, sizeof(mfma_code));
 
 	check_kernel_runs(g, q, e, buf);
 	check_dispatch_fails(g, q2, e2, (uint64_t)(uintptr_t)(buf + AT_MFMA),
