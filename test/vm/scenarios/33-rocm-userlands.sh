@@ -13,11 +13,13 @@
 #     engines and brings every byte back (before it, HIP's code-object load puts ROCr's PM4
 #     cache-invalidation packet on the queue, which must not stop it as a malformed packet);
 #     HIP 7.2.4 moves the device->host half with its copy kernel instead (on gfx90a ROCr refuses
-#     that direction on the SDMA engine the stream took for host->device), which the emulated GPU
-#     cannot run: hip_client reports that half as a skip, and that a device->host copy made first
-#     does run on the SDMA engine;
-#   - the kernel log names only rocr_client's kernel dispatches as AQL errors, and no SDMA queue
-#     faults;
+#     that direction on the SDMA engine the stream took for host->device), on the shader core:
+#     every byte must come back, or hip_client reports that half as a skip naming the kernel
+#     (an instruction the core does not execute) and checks that a device->host copy made first
+#     runs on the SDMA engine;
+#   - the kernel log's only AQL errors are illegal instructions (rocr_client's MFMA kernel, a
+#     HIP kernel hip_client skipped) and rocr_client's unmapped kernel descriptor, and no SDMA
+#     queue faults;
 #   - rocr_workload's first full verification passes;
 #   - hip_workload (HIP's host API: hipMalloc'd buffers filled and read back with hipMemcpyAsync,
 #     a hipHostMalloc'd buffer, a thread per GPU doing host->device->host round trips; every copy
