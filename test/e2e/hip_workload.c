@@ -6,8 +6,9 @@
  * Only what runs without a shader: device enumeration, hipMalloc,
  * hipHostMalloc, streams and host<->device copies, which HIP 6.x and 7.x move
  * on the SDMA engines.  No kernels, no hipMemset, and no device->device copy
- * (HIP may run those as a blit kernel): the emulated GPU executes no shader
- * code.
+ * (HIP may run those as a blit kernel): this workload checkpoints copies on
+ * the copy engines alone.  Kernels, which the emulated GPU's shader core runs
+ * where it covers their instructions, are hip_kernel_workload's business.
  *
  * Every copy goes on one of two streams per GPU, one per direction, never on
  * the null stream: the upload stream takes every host->device copy, the
@@ -15,8 +16,8 @@
  * engine when the stream makes its first copy; a stream that began with a
  * host->device copy gets SDMA0, and on gfx90a ROCr does not let SDMA0 copy
  * device->host.  HIP then moves that copy with its copy kernel
- * (__amd_rocclr_copyBuffer) instead: on a real MI210 the kernel runs, here no
- * shader does and the copy fails (hipErrorLaunchFailure).  A stream whose
+ * (__amd_rocclr_copyBuffer) instead, a kernel on the GPU's shader core, which
+ * is what this workload keeps out of its copies.  A stream whose
  * copies all go one way keeps an engine that may move them.  Applications
  * that overlap uploads with read-backs keep a copy stream per direction
  * anyway, so that each direction has an engine of its own and the two run

@@ -15,9 +15,13 @@
  * packets wait for their dependency signals and complete through interrupt
  * signals (a blocked waiter wakes within a second of a 20 s limit), an AMD
  * barrier-value packet waits for its signal's masked value, a chain of
- * barriers runs in order, and a kernel dispatch, which the emulated GPU cannot
- * execute, reaches the queue's error callback as an illegal instruction
- * instead of leaving its waiter hanging.
+ * barriers runs in order.  Kernel dispatches run on the emulated GPU's shader
+ * core: a kernel assembled here stores every work-item's global id over a grid
+ * whose last workgroup is partial, and each slot is checked; a kernel that
+ * starts with an MFMA (which MI100 and MI200 execute, the emulator's shader
+ * core never) and a dispatch whose kernel descriptor is not mapped each reach
+ * the queue's error callback, as an illegal instruction and as a memory
+ * aperture violation, instead of leaving their waiters hanging.
  *
  * Every wait has a time limit, so a queue that never runs fails with a
  * message naming the step, never hangs.
@@ -28,6 +32,7 @@
 #include <hsa/hsa_ext_amd.h>
 
 #include "client_tap.h"
+#include "hand_kernels.h"
 #include "hsa_aql.h"
 
 #include <inttypes.h>
@@ -345,48 +350,146 @@ static void check_barriers(struct gpu *g, hsa_queue_t *q)
 	hsa_signal_destroy(done);
 }
 
-/* A kernel dispatch cannot run here: the queue must say so through its error callback. */
-static void check_dispatch(struct gpu *g, hsa_queue_t *q, struct queue_error *e)
+/* ---- Kernel dispatches (test/common/hand_kernels.h) ----------------------------------------- */
+
+#define STORE_IDS_GRID 1000 /* four workgroups of 256, the last one of 232 */
+
+/* Below the GPUVM aperture KFD reports (from 0x4000, as on a gfx9 dGPU): nothing is mapped there */
+#define UNMAPPED_KERNEL_OBJECT 0x1000
+
+/* Offsets in the buffer that holds the two kernels, the kernarg and the output */
+#define AT_STORE_IDS 0
+#define AT_MFMA 1024
+#define AT_KERNARG 2048
+#define AT_OUT 4096
+#define OUT_SLOTS 1024 /* past the grid: must stay as filled */
+#define KERNEL_BUFFER (AT_OUT + OUT_SLOTS * sizeof(uint32_t))
+#define SENTINEL 0xdeadbeefu
+
+/*
+ * Dispatches @kernel_object over a 1D grid of @grid work-items in workgroups of @wg and waits
+ * until its signal reaches 0 or the queue reports an error, within the time limit.  Returns the
+ * signal's last value (0: completed); *secs how long it took.
+ */
+static hsa_signal_value_t dispatch(hsa_queue_t *q, struct queue_error *e, uint64_t kernel_object, void *kernarg,
+				   uint32_t grid, uint16_t wg, double *secs)
 {
 	hsa_kernel_dispatch_packet_t d = { 0 };
+	hsa_signal_value_t v = 1;
 	hsa_signal_t done;
 	double t0 = now_s();
 
 	hsa_signal_create(1, 0, NULL, &done);
-	d.workgroup_size_x = d.workgroup_size_y = d.workgroup_size_z = 1;
-	d.grid_size_x = d.grid_size_y = d.grid_size_z = 1;
-	d.kernel_object = 0x1000;
+	d.workgroup_size_x = wg;
+	d.workgroup_size_y = d.workgroup_size_z = 1;
+	d.grid_size_x = grid;
+	d.grid_size_y = d.grid_size_z = 1;
+	d.kernel_object = kernel_object;
+	d.kernarg_address = kernarg;
 	d.completion_signal = done;
 	aql_submit(q, &d, aql_header(HSA_PACKET_TYPE_KERNEL_DISPATCH), 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS);
-	while (!__atomic_load_n(&e->seen, __ATOMIC_ACQUIRE) && now_s() - t0 < 10)
-		hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, 10ull * 1000 * 1000, HSA_WAIT_STATE_BLOCKED);
-	ok(e->seen && e->status == (hsa_status_t)HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION,
-	   "GPU node %u: a kernel dispatch reaches the queue's error callback as an illegal instruction (%s after %.3f s)",
-	   g->id, e->seen ? status_text(e->status) : "no callback", now_s() - t0);
-	ok(hsa_signal_load_scacquire(done) == 1, "GPU node %u: ... and its completion signal is left alone", g->id);
+	while (v && !__atomic_load_n(&e->seen, __ATOMIC_ACQUIRE) && now_s() - t0 < WAIT_NS / 1e9)
+		v = hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, 10ull * 1000 * 1000,
+					      HSA_WAIT_STATE_BLOCKED);
+	*secs = now_s() - t0;
 	hsa_signal_destroy(done);
+	return v;
+}
+
+/* The kernel runs: every work-item's store arrives, and nothing past the grid is written. */
+static void check_kernel_runs(struct gpu *g, hsa_queue_t *q, struct queue_error *e, uint8_t *buf)
+{
+	uint32_t *out = (uint32_t *)(buf + AT_OUT);
+	uint64_t out_va = (uint64_t)(uintptr_t)out;
+	hsa_signal_value_t v;
+	int wrong = 0, first = -1;
+	double t;
+
+	memcpy(buf + AT_KERNARG, &out_va, sizeof(out_va));
+	for (int i = 0; i < OUT_SLOTS; i++)
+		out[i] = SENTINEL;
+	v = dispatch(q, e, (uint64_t)(uintptr_t)(buf + AT_STORE_IDS), buf + AT_KERNARG, STORE_IDS_GRID, STORE_IDS_WG,
+		     &t);
+	ok(v == 0 && !e->seen,
+	   "GPU node %u: a kernel of %d work-items in workgroups of %d (the last one partial) runs to completion in %.3f s (signal %" PRId64 ", %s)",
+	   g->id, STORE_IDS_GRID, STORE_IDS_WG, t, (int64_t)v, e->seen ? status_text(e->status) : "no queue error");
+	for (int i = 0; i < OUT_SLOTS; i++) {
+		uint32_t want = i < STORE_IDS_GRID ? (uint32_t)i : SENTINEL;
+
+		if (out[i] != want) {
+			wrong++;
+			first = first < 0 ? i : first;
+		}
+	}
+	if (wrong)
+		diag("GPU node %u: out[%d] is 0x%x, expected 0x%x", g->id, first, out[first],
+		     first < STORE_IDS_GRID ? (uint32_t)first : SENTINEL);
+	ok(v == 0 && !wrong,
+	   "GPU node %u: ... each work-item stored workgroup id * %d + its id in the group at its global id, past the grid nothing (%d of %d slots wrong)",
+	   g->id, STORE_IDS_WG, wrong, OUT_SLOTS);
+}
+
+/*
+ * A dispatch the GPU cannot carry out reaches the queue's error callback as @want (what ROCr's
+ * queue error handler makes of the emulated GPU's queue error), and its completion signal is
+ * left alone.
+ */
+static void check_dispatch_fails(struct gpu *g, hsa_queue_t *q, struct queue_error *e, uint64_t kernel_object,
+				 hsa_status_t want, const char *what)
+{
+	hsa_signal_value_t v;
+	double t;
+
+	v = dispatch(q, e, kernel_object, NULL, 64, 64, &t);
+	ok(e->seen && e->status == want, "GPU node %u: %s: the queue's error callback gets %s (%s after %.3f s)", g->id,
+	   what, status_text(want), e->seen ? status_text(e->status) : "no callback", t);
+	ok(v == 1, "GPU node %u: ... and the dispatch's completion signal is left alone (%" PRId64 ")", g->id, (int64_t)v);
+}
+
+static void check_kernels(struct gpu *g, hsa_queue_t *q, struct queue_error *e, hsa_queue_t *q2,
+			  struct queue_error *e2, hsa_queue_t *q3, struct queue_error *e3)
+{
+	hsa_agent_t both[2] = { g->agent, cpu };
+	uint8_t *buf = NULL;
+	hsa_status_t s;
+
+	s = hsa_amd_memory_pool_allocate(sys_pool, KERNEL_BUFFER, 0, (void **)&buf);
+	if (s == HSA_STATUS_SUCCESS)
+		s = hsa_amd_agents_allow_access(2, both, NULL, buf);
+	ok(s == HSA_STATUS_SUCCESS, "GPU node %u: system memory the GPU reads kernels from: %s", g->id, status_text(s));
+	if (s != HSA_STATUS_SUCCESS)
+		return;
+	hand_kernel_write(buf + AT_STORE_IDS, store_ids_code, sizeof(store_ids_code));
+	hand_kernel_write(buf + AT_MFMA, mfma_code, sizeof(mfma_code));
+
+	check_kernel_runs(g, q, e, buf);
+	check_dispatch_fails(g, q2, e2, (uint64_t)(uintptr_t)(buf + AT_MFMA),
+			     (hsa_status_t)HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION,
+			     "a kernel whose first instruction is an MFMA (real MI100/MI200 run it; the emulated shader core does not)");
+	check_dispatch_fails(g, q3, e3, UNMAPPED_KERNEL_OBJECT, (hsa_status_t)HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION,
+			     "a dispatch whose kernel descriptor is at an address the GPU VM does not map (queue error 0x20000000)");
+	hsa_amd_memory_pool_free(buf);
 }
 
 static void check_aql(struct gpu *g)
 {
-	struct queue_error e = { 0 }, e2 = { 0 };
-	hsa_queue_t *q = NULL, *q2 = NULL;
-	hsa_status_t s;
+	struct queue_error e[3] = { 0 };
+	hsa_queue_t *q[3] = { NULL };
+	hsa_status_t s = HSA_STATUS_SUCCESS;
 
-	s = hsa_queue_create(g->agent, 1024, HSA_QUEUE_TYPE_SINGLE, on_queue_error, &e, UINT32_MAX, UINT32_MAX, &q);
-	if (s == HSA_STATUS_SUCCESS)
-		s = hsa_queue_create(g->agent, 1024, HSA_QUEUE_TYPE_SINGLE, on_queue_error, &e2, UINT32_MAX,
-				     UINT32_MAX, &q2);
-	ok(s == HSA_STATUS_SUCCESS, "GPU node %u: two AQL queues created: %s", g->id, status_text(s));
+	for (int i = 0; i < 3 && s == HSA_STATUS_SUCCESS; i++)
+		s = hsa_queue_create(g->agent, 1024, HSA_QUEUE_TYPE_SINGLE, on_queue_error, &e[i], UINT32_MAX,
+				     UINT32_MAX, &q[i]);
+	ok(s == HSA_STATUS_SUCCESS, "GPU node %u: three AQL queues created: %s", g->id, status_text(s));
 	if (s == HSA_STATUS_SUCCESS) {
-		check_barriers(g, q);
-		ok(!e.seen, "GPU node %u: ... with no queue error", g->id);
-		check_dispatch(g, q2, &e2);
+		check_barriers(g, q[0]);
+		ok(!e[0].seen, "GPU node %u: ... with no queue error", g->id);
+		/* a queue error stops its queue: each failing dispatch gets one of its own */
+		check_kernels(g, q[0], &e[0], q[1], &e[1], q[2], &e[2]);
 	}
-	if (q)
-		hsa_queue_destroy(q);
-	if (q2)
-		hsa_queue_destroy(q2);
+	for (int i = 0; i < 3; i++)
+		if (q[i])
+			hsa_queue_destroy(q[i]);
 }
 
 int main(int argc, char **argv)

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hand_kernels.h"
 #include "kfd_test.h"
 
 #define EMU_MINOR_IMPLEMENTED 23
@@ -260,14 +261,18 @@ static void runtime(struct ctx *ctx)
  * One AQL queue as ROCr lays it out, in one GTT BO: an amd_queue_t (its fields at the byte
  * offsets of ROCr's amd_hsa_queue.h), the ring, the context save area header the thunk
  * writes (struct kfd_context_save_area_header) and an error payload, and an amd_signal_t as
- * queue_inactive_signal. A kernel dispatch on it cannot run on the emulated GPU; how the
- * process hears of it depends on whether its runtime was enabled.
+ * queue_inactive_signal, and in the same BO a kernel (test/common/hand_kernels.h) whose
+ * first instruction is an MFMA: MI100 and MI200 execute it, the emulated GPU's shader core
+ * does not, so its dispatch ends as an illegal instruction; a dispatch whose kernel object is
+ * not mapped ends as a memory violation. How the process hears of either depends on whether
+ * its runtime was enabled.
  */
 #define XQ_BO_SIZE 65536
 #define XQ_RING 4096		/* offsets in the BO */
 #define XQ_CSA 8192
 #define XQ_PAYLOAD 12288
 #define XQ_INACTIVE 16384
+#define XQ_KERNEL 20480
 #define AMDQ_BASE_ADDRESS 8	/* amd_queue_t */
 #define AMDQ_SIZE_PACKETS 24
 #define AMDQ_WRITE_DISPATCH_ID 56
@@ -276,7 +281,23 @@ static void runtime(struct ctx *ctx)
 #define AMDQ_INACTIVE_SIGNAL 192
 #define AMDSIG_VALUE 8		/* amd_signal_t */
 #define AQL_DISPATCH_HEADER 2	/* HSA_PACKET_TYPE_KERNEL_DISPATCH */
-#define QUEUE_ERROR_ILLEGAL_INSTRUCTION 0x40000000ULL	/* queue_inactive_signal's code */
+#define AQL_DISPATCH_SETUP 1	/* one dimension */
+#define AQL_WORKGROUP_SIZE 4	/* hsa_kernel_dispatch_packet_t: 3 x u16 */
+#define AQL_GRID_SIZE 12	/* 3 x u32 */
+#define AQL_KERNEL_OBJECT 32
+/* queue_inactive_signal's codes */
+#define QUEUE_ERROR_MEMORY_VIOLATION 0x20000000ULL
+#define QUEUE_ERROR_ILLEGAL_INSTRUCTION 0x40000000ULL
+/* Below the GPUVM aperture KFD reports (from 0x4000, as on a gfx9 dGPU): nothing is mapped there */
+#define UNMAPPED_KERNEL_OBJECT 0x1000
+
+/* What a dispatch runs into, and how the queue must report it with and without the runtime */
+struct dispatch_fault {
+	bool runtime_enabled;
+	bool unmapped;			/* the kernel object is not mapped; else the MFMA kernel */
+	uint64_t exception;		/* runtime enabled: the payload's bit */
+	uint64_t code;			/* not enabled: queue_inactive_signal's value */
+};
 
 static uint64_t *xq_word(uint8_t *cpu, uint64_t off)
 {
@@ -287,7 +308,10 @@ static uint64_t *xq_word(uint8_t *cpu, uint64_t off)
 static void exception_child(struct ctx *ctx, void *arg)
 {
 	const struct gpu *g = &ctx->gpu[0];
-	bool enable = arg != NULL;
+	const struct dispatch_fault *f = arg;
+	bool enable = f->runtime_enabled;
+	uint16_t wg[3] = { 64, 1, 1 };
+	uint32_t grid[3] = { 64, 1, 1 };
 	struct kfd_ioctl_create_event_args ce = { .event_type = KFD_IOC_EVENT_SIGNAL,
 						  .auto_reset = 1 };
 	struct kfd_event_data ed = { 0 };
@@ -335,9 +359,13 @@ static void exception_child(struct ctx *ctx, void *arg)
 	if (kfd_ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, &q))
 		_exit(7);
 
-	/* a kernel dispatch (its kernel object non-null), published */
-	*xq_word(cpu, XQ_RING + 32) = 0x1000;
-	*(uint16_t *)(cpu + XQ_RING) = AQL_DISPATCH_HEADER;
+	/* a dispatch of one wave, published */
+	hand_kernel_write(cpu + XQ_KERNEL, mfma_code, sizeof(mfma_code));
+	memcpy(cpu + XQ_RING + AQL_WORKGROUP_SIZE, wg, sizeof(wg));
+	memcpy(cpu + XQ_RING + AQL_GRID_SIZE, grid, sizeof(grid));
+	*xq_word(cpu, XQ_RING + AQL_KERNEL_OBJECT) = f->unmapped ? UNMAPPED_KERNEL_OBJECT : v + XQ_KERNEL;
+	__atomic_store_n((uint32_t *)(cpu + XQ_RING), AQL_DISPATCH_HEADER | AQL_DISPATCH_SETUP << 16,
+			 __ATOMIC_RELEASE);
 	__atomic_store_n(xq_word(cpu, AMDQ_WRITE_DISPATCH_ID), 1, __ATOMIC_RELEASE);
 
 	if (enable) {
@@ -346,14 +374,14 @@ static void exception_child(struct ctx *ctx, void *arg)
 		if (kfd_ioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &we) ||
 		    we.wait_result != KFD_IOC_WAIT_RESULT_COMPLETE)
 			_exit(8);
-		if (*xq_word(cpu, XQ_PAYLOAD) != KFD_EC_MASK(EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION))
+		if (*xq_word(cpu, XQ_PAYLOAD) != f->exception)
 			_exit(9);
 		if (*inactive)
 			_exit(10);	/* queue_inactive_signal is not used for it */
 	} else {
 		for (i = 0; i < 300 && !__atomic_load_n(inactive, __ATOMIC_ACQUIRE); i++)
 			sleep_ms(10);
-		if (*inactive != QUEUE_ERROR_ILLEGAL_INSTRUCTION)
+		if (*inactive != f->code)
 			_exit(11);
 		if (*xq_word(cpu, XQ_PAYLOAD))
 			_exit(12);	/* no exception without the runtime enabled */
@@ -365,17 +393,34 @@ static void exception_child(struct ctx *ctx, void *arg)
  * 6.5 (KFD 1.13): a queue error of a process whose runtime is enabled reaches it as a queue
  * exception: the exception's bit ORed into the payload named by the queue's context save
  * area header, and the event named there set. Without RUNTIME_ENABLE the error code goes
- * into queue_inactive_signal, as on 6.1.
+ * into queue_inactive_signal, as on 6.1. Both for a wave that meets an instruction the
+ * shader core does not execute and for a kernel descriptor the GPU VM does not map.
  */
 static void queue_exception(struct ctx *ctx)
 {
-	tap_ok(wait_child(run_child("queue exception", exception_child, ctx, ctx),
+	struct dispatch_fault illegal = { .runtime_enabled = true,
+					  .exception = KFD_EC_MASK(EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION),
+					  .code = QUEUE_ERROR_ILLEGAL_INSTRUCTION };
+	struct dispatch_fault unmapped = { .runtime_enabled = true, .unmapped = true,
+					   .exception = KFD_EC_MASK(EC_QUEUE_WAVE_APERTURE_VIOLATION),
+					   .code = QUEUE_ERROR_MEMORY_VIOLATION };
+
+	tap_ok(wait_child(run_child("queue exception", exception_child, ctx, &illegal),
 			  "queue exception"),
-	       "runtime enabled: a kernel dispatch sets EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION in the "
-	       "save area's error payload and raises its event; queue_inactive_signal stays 0 (6.5)");
-	tap_ok(wait_child(run_child("queue error", exception_child, ctx, NULL), "queue error"),
-	       "runtime not enabled: the same dispatch writes 0x40000000 into "
+	       "runtime enabled: a kernel that starts with an MFMA (which the emulated shader core "
+	       "does not execute) sets EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION in the save area's error "
+	       "payload and raises its event; queue_inactive_signal stays 0 (6.5)");
+	tap_ok(wait_child(run_child("queue exception", exception_child, ctx, &unmapped),
+			  "queue exception"),
+	       "runtime enabled: a dispatch whose kernel object is not mapped sets "
+	       "EC_QUEUE_WAVE_APERTURE_VIOLATION, nothing else (6.5)");
+	illegal.runtime_enabled = unmapped.runtime_enabled = false;
+	tap_ok(wait_child(run_child("queue error", exception_child, ctx, &illegal), "queue error"),
+	       "runtime not enabled: the MFMA kernel writes 0x40000000 (illegal instruction) into "
 	       "queue_inactive_signal, no exception (6.1)");
+	tap_ok(wait_child(run_child("queue error", exception_child, ctx, &unmapped), "queue error"),
+	       "runtime not enabled: the unmapped kernel object writes 0x20000000 (memory violation) "
+	       "into queue_inactive_signal, no exception (6.1)");
 }
 
 /* 6.8 (KFD 1.14): a waiter that saw an older age of a signal event returns at once. */

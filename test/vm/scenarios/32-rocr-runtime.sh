@@ -8,12 +8,15 @@
 # the emulated engines (whose byte counters must grow by the copies), completion signals wake
 # blocked waiters through KFD events, and a copy waits on its dependency signal; VRAM->VRAM on one
 # GPU and between GPUs. Its AQL queues run barrier-AND/OR packets on the emulated packet processor,
-# and a kernel dispatch ends in the queue's error callback; the kernel log must name exactly that
-# dispatch, once per GPU, and nothing else. Its TAP results become ours, prefixed with the preset.
+# a hand-assembled kernel on the shader core (every work-item's store checked), and two dispatches
+# that must end in the queue's error callback: a kernel starting with an MFMA (illegal instruction)
+# and a kernel object at an unmapped address (memory violation). The kernel log must name exactly
+# those two, once per GPU, and nothing else. Its TAP results become ours, prefixed with the preset.
 # rocminfo reports each preset's real compute unit count. HIP's host API (Debian's libamdhip64
 # 5.2.3, test/emu/clients/hip_client) on every preset ROCm 5.2 knows: devices with the model's
-# compute units, hipMalloc; and a hipMemcpy, which HIP starts with a kernel dispatch, ends the
-# process with HIP's queue error instead of hanging. ROCm 5.2.3 predates gfx942 (MI300, preset cpx8): there
+# compute units, hipMalloc; and a hipMemcpy, which HIP starts with a blit kernel: every byte must
+# come back, or that kernel stops at an instruction the shader core does not execute (a skip that
+# names it), never a hang. ROCm 5.2.3 predates gfx942 (MI300, preset cpx8): there
 # it must say, for every GPU, that it does not know the node, as it would on the real part; a
 # runtime from 5.7 on knows it, and cpx8 gets every check the others get.
 # timeout: 900
@@ -62,13 +65,18 @@ for p in mi100 2xmi210 mi250x cpx8; do
 	before=$(sdma_engine_bytes)
 	dmesg_mark "32-rocr-runtime: $p"
 	tap_relay "$p" timeout 300 "$client" --mib "$mib"
-	aql=$(dmesg | sed -n "/32-rocr-runtime: $p\$/,\$p" | grep '\[aql\]')
-	dispatches=$(grep -c 'kernel dispatch: shaders are not emulated' <<<"$aql")
-	if [ "$dispatches" = "$n" ] && [ "$(grep -c . <<<"$aql")" = "$n" ]; then
-		tap_ok "$p: the kernel log names the one kernel dispatch of each of the $n GPUs, and no other AQL error"
+	# emu_aql_log_stop's lines: "<what> at 0x<address> (packet <n>); queue error 0x<code>, ..."
+	since=$(dmesg | sed -n "/32-rocr-runtime: $p\$/,\$p")
+	aql=$(grep '\[aql\]' <<<"$since")
+	illegal=$(grep -c 'wave: illegal instruction at 0x[0-9a-f]* (packet [0-9]*); queue error 0x40000000,' <<<"$aql")
+	unmapped=$(grep -c 'kernel descriptor not readable at 0x1000 (packet [0-9]*); queue error 0x20000000,' <<<"$aql")
+	name="$p: the kernel log names, for each of the $n GPUs, the MFMA kernel's illegal instruction and the unmapped kernel descriptor, and no other AQL error"
+	if [ "$illegal" = "$n" ] && [ "$unmapped" = "$n" ] && [ "$(grep -c . <<<"$aql")" = $((2 * n)) ]; then
+		tap_ok "$name"
 	else
-		tap_not_ok "$p: the kernel log names the one kernel dispatch of each of the $n GPUs, and no other AQL error" \
-			"$(head -n4 <<<"$aql")"
+		# the lines are rate-limited: a burst over the limit is dropped, and the log says so
+		tap_not_ok "$name" "illegal $illegal, unmapped $unmapped; $(grep 'callbacks suppressed' <<<"$since" | head -n1) $(
+			head -n4 <<<"$aql")"
 	fi
 	tap_sdma_moved "$p: every GPU's SDMA engine moved the copies" "$before" $((2 * mib * 1048576))
 	if [ -x "$hip" ]; then
