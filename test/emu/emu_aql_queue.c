@@ -17,16 +17,18 @@
  *    processor waits on it, as the hardware stalls on it;
  *  - BARRIER_AND waits until every non-null dependency signal reads 0,
  *    BARRIER_OR until one does (or none is given);
- *  - KERNEL_DISPATCH cannot run: nothing here executes shaders.  The queue
- *    reports it the way a dispatch of code the GPU cannot execute ends, an
- *    illegal instruction: the error code goes into the queue's
- *    queue_inactive_signal, whose event is raised, and the queue stops (with
- *    the runtime enabled, KFD 1.13: a queue exception instead, see
- *    emu_aql_queue_error()).  The runtime's queue error handler suspends the
- *    queue and calls the application's error callback
- *    (HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION).
- *    The dispatch's own completion signal is left alone, as for a faulting
- *    dispatch;
+ *  - KERNEL_DISPATCH starts a dispatch (emu_dispatch.c): its workgroups run
+ *    on the shader core in this and the following passes, and the packets
+ *    after it wait until it has completed.  A wave that reaches an
+ *    instruction the core does not execute, or memory the GPU VM does not
+ *    give it, ends the dispatch the way the hardware's trap handler reports
+ *    it: the error code goes into the queue's queue_inactive_signal, whose
+ *    event is raised, and the queue stops (with the runtime enabled, KFD
+ *    1.13: a queue exception instead, see emu_aql_queue_error()).  The
+ *    runtime's queue error handler suspends the queue and calls the
+ *    application's error callback (HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION,
+ *    HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION).  The dispatch's own
+ *    completion signal is left alone, as for a faulting dispatch;
  *  - the AMD vendor-specific BARRIER_VALUE packet (hsa_ext_amd.h; HIP from
  *    6.x puts it on its queues to order work after a signal) waits until
  *    (value of its signal & mask) compares to its value by its condition
@@ -166,7 +168,8 @@ static void emu_aql_log_stop(struct emu_aql_pass *a, const char *what, u64 va, u
 
 	q->fault = what;
 	q->fault_va = va;
-	pr_warn_ratelimited(EMU_NAME ": [aql] pid %d queue %u (GPU %u): %s at 0x%llx (packet %llu); queue error 0x%x, the queue stops\n",
+	/* once per queue: it stops for good */
+	pr_warn(EMU_NAME ": [aql] pid %d queue %u (GPU %u): %s at 0x%llx (packet %llu); queue error 0x%x, the queue stops\n",
 			    a->p->lead_thread ? task_pid_nr(a->p->lead_thread) : -1, q->id,
 			    q->pdd->gpu->index, what, va, q->exec_rptr / AQL_PACKET_BYTES, code);
 }
