@@ -174,6 +174,7 @@ struct emu_gpu {
 	struct workqueue_struct *sdma_wq;
 	atomic_t reset_counter;		/* "GPU resets": one per SDMA fault */
 	atomic64_t sdma_bytes;		/* copied or filled, for debugfs */
+	atomic64_t shader_instructions;	/* wave instructions its dispatches ran, likewise */
 	atomic64_t gtt_used;
 };
 

@@ -24,14 +24,16 @@ static int emu_processes_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(emu_processes);
 
-/* What each GPU's SDMA engine has moved, kernel IBs and user queues alike. */
+/* What each GPU's SDMA engine has moved, kernel IBs and user queues alike, and how many wave
+ * instructions its shader core has run. */
 static int emu_engines_show(struct seq_file *m, void *unused)
 {
 	unsigned int i;
 
 	for (i = 0; i < emu.n_gpus; i++)
-		seq_printf(m, "gpu %u gpu_id 0x%x sdma_bytes %lld\n", i, emu.gpus[i].gpu_id,
-			   (long long)atomic64_read(&emu.gpus[i].sdma_bytes));
+		seq_printf(m, "gpu %u gpu_id 0x%x sdma_bytes %lld shader_instructions %lld\n", i,
+			   emu.gpus[i].gpu_id, (long long)atomic64_read(&emu.gpus[i].sdma_bytes),
+			   (long long)atomic64_read(&emu.gpus[i].shader_instructions));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(emu_engines);

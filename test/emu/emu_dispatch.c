@@ -479,6 +479,7 @@ enum emu_dispatch_status emu_dispatch_run(struct emu_dispatch *d, struct emu_que
 	}
 out:
 	d->retired += done;
+	atomic64_add(done, &q->pdd->gpu->shader_instructions);
 	emu_tlb_flush(&m);
 	return status;
 }

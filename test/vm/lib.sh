@@ -243,6 +243,12 @@ sdma_engine_bytes() {
 	awk '{ print $6 }' "$EMU_ENGINES" | tr '\n' ' '
 }
 
+# shader_instructions: the wave instructions each emulated GPU's shader core has run (debugfs),
+# space-separated.
+shader_instructions() {
+	awk '{ print $8 }' "$EMU_ENGINES" | tr '\n' ' '
+}
+
 # tap_sdma_moved <name> <bytes before> <at least>: one result: every engine moved at least that
 # many bytes since sdma_engine_bytes gave <bytes before>.
 tap_sdma_moved() {

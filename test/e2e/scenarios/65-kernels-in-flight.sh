@@ -62,10 +62,23 @@ dump_in_flight() {
 	LAST_MARK=$mark
 }
 
+# log_instruction_rate <tag>: what the shader cores run while the workload's kernels do (a figure,
+# not a test: the note of issue 29 quotes it)
+log_instruction_rate() {
+	local before after t0 t1 rate
+	before=$(shader_instructions) t0=$(date +%s%N)
+	sleep 5
+	after=$(shader_instructions) t1=$(date +%s%N)
+	rate=$(awk -v b="$before" -v a="$after" -v ns=$((t1 - t0)) 'BEGIN {
+		n = split(b, x, " "); split(a, y, " "); for (i = 1; i <= n; i++) s = s sprintf(" %.0f", (y[i] - x[i]) * 1e9 / ns); print s }')
+	log "$1: wave instructions per second, per GPU:$rate"
+}
+
 one_userland() {
 	local tag="ROCm $version kernels" mark
 	wl_fresh hip_kernel preset=2xmi210 -- "${KERNEL_ARGS[@]}" || return
 	tap_verify "$tag: before the dump" "$pid" "$state"
+	log_instruction_rate "$tag"
 	task_snapshot "$pid" "$RESULTS_DIR/hip_kernel.dumped"
 	if ! userland_criu_dumps "$version"; then
 		tap_dump_fails_runs_on "$tag"
