@@ -746,15 +746,18 @@ int emu_dispatch_resume(struct emu_queue *q, const char **why)
 	return ret;
 }
 
-/* GET_QUEUE_WAVE_STATE's sizes: what the last preemption saved */
-void emu_dispatch_wave_state(struct emu_queue *q, u32 *ctl_stack_used, u32 *save_area_used)
+/*
+ * GET_QUEUE_WAVE_STATE: the MQD's control stack offset and wave state end
+ * of the last preemption; an empty queue's (both ctl_stack_size) when no wave
+ * was saved.
+ */
+void emu_dispatch_wave_state(struct emu_queue *q, u32 *cntl_stack_offset, u32 *wg_state_offset)
 {
 	struct emu_dispatch *d = q->dispatch;
-	struct emu_cwsr_area area;
 
-	*ctl_stack_used = *save_area_used = 0;
-	if (!d || !d->preempted || !d->saved_waves || emu_dispatch_area(q, &area))
-		return;
-	*ctl_stack_used = emu_cwsr_ctl_stack_used(&area, &d->cwsr);
-	*save_area_used = emu_cwsr_save_area_used(&area, &d->cwsr);
+	*cntl_stack_offset = *wg_state_offset = q->ctl_stack_size;
+	if (d && d->preempted && d->saved_waves) {
+		*cntl_stack_offset = d->cwsr.cntl_stack_offset;
+		*wg_state_offset = d->cwsr.wg_state_offset;
+	}
 }

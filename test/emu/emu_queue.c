@@ -434,9 +434,20 @@ int emu_ioctl_set_cu_mask(struct file *filp, struct emu_process *p, void *data)
 	return ret;
 }
 
+/*
+ * The control stack of the queue's last preemption, where the kernel puts it
+ * for a debugger.  The gfx9 MQD manager of 6.1 copies the whole control stack
+ * area (ctl_stack_size bytes, the used part at its end) to ctl_stack_address,
+ * the start of the context save area; 6.5 and newer write there only the
+ * save area header's four wave-state words (control stack offset and used
+ * size, wave state end and used size) and the used part at its offset.  User
+ * memory is written after p->lock is dropped, as everywhere here.
+ */
 int emu_ioctl_get_queue_wave_state(struct file *filp, struct emu_process *p, void *data)
 {
 	struct kfd_ioctl_get_queue_wave_state_args *args = data;
+	u32 cntl_stack_offset = 0, wg_state_offset = 0, size = 0;
+	u8 *copy = NULL;
 	struct emu_queue *q;
 	int ret = 0;
 
@@ -450,10 +461,41 @@ int emu_ioctl_get_queue_wave_state(struct file *filp, struct emu_process *p, voi
 		/* only an idle compute queue has a saved wave state */
 		ret = -EINVAL;
 	} else {
-		/* what the last preemption saved; nothing if no wave was in flight */
-		emu_dispatch_wave_state(q, &args->ctl_stack_used_size, &args->save_area_used_size);
+		size = q->ctl_stack_size;
+		emu_dispatch_wave_state(q, &cntl_stack_offset, &wg_state_offset);
+		args->ctl_stack_used_size = size - cntl_stack_offset;
+		args->save_area_used_size = wg_state_offset - size;
+		if (size && q->ctl_stack) {
+			copy = kvmalloc(size, GFP_KERNEL);
+			if (copy)
+				memcpy(copy, q->ctl_stack, size);
+			ret = copy ? 0 : -ENOMEM;
+		}
 	}
 	mutex_unlock(&p->lock);
+	if (ret || !copy)
+		return ret;
+#if EMU_KFD_MINOR_VERSION >= 13
+	{
+		struct kfd_context_save_area_header h = {
+			.wave_state = {
+				.control_stack_offset = cntl_stack_offset,
+				.control_stack_size = args->ctl_stack_used_size,
+				.wave_state_offset = wg_state_offset,
+				.wave_state_size = args->save_area_used_size,
+			},
+		};
+
+		if (copy_to_user(u64_to_user_ptr(args->ctl_stack_address), &h.wave_state, sizeof(h.wave_state)) ||
+		    copy_to_user(u64_to_user_ptr(args->ctl_stack_address + cntl_stack_offset),
+				 copy + cntl_stack_offset, size - cntl_stack_offset))
+			ret = -EFAULT;
+	}
+#else
+	if (copy_to_user(u64_to_user_ptr(args->ctl_stack_address), copy, size))
+		ret = -EFAULT;
+#endif
+	kvfree(copy);
 	return ret;
 }
 
