@@ -25,6 +25,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 typedef uint8_t u8;
+typedef int8_t s8;
+typedef int16_t s16;
 typedef uint16_t u16;
 typedef uint32_t u32;
 typedef uint64_t u64;
@@ -74,11 +76,22 @@ struct emu_wave {
 	u8 *lds;
 	u32 lds_size;
 
+	/*
+	 * The process's LDS and scratch apertures (4 GiB each; 0: none), as
+	 * KFD reports them: flat addresses inside the LDS aperture reach
+	 * @lds, src_shared_base / src_private_base read their high halves.
+	 */
+	u64 lds_aperture;
+	u64 scratch_aperture;
+
 	enum emu_isa_target isa;
 	enum emu_wave_state state;
 	u64 fault_pc;		/* ILLEGAL, MEMVIOL: the instruction */
 	u64 fault_addr;		/* MEMVIOL: the address */
 	u64 retired;		/* instructions executed, for the rate the emulator reports */
+
+	/* the interpreter's working space for one instruction; not state */
+	u64 tmp[6][EMU_WAVE_LANES];
 };
 
 enum emu_mem_access { EMU_MEM_READ, EMU_MEM_WRITE, EMU_MEM_EXEC };
@@ -102,5 +115,13 @@ struct emu_shader_mem {
  * of its workgroup has arrived.
  */
 u32 emu_wave_run(struct emu_wave *w, const struct emu_shader_mem *mem, u32 budget);
+
+/*
+ * The opcodes the core executes, from its decoder tables, for listings:
+ * calls @fn once per (encoding, opcode, mnemonic).  The encoding is a
+ * name such as "SOP2", "VOP3" or "FLAT".
+ */
+void emu_shader_for_each_op(void (*fn)(void *arg, const char *enc, unsigned int op,
+				       const char *name), void *arg);
 
 #endif
