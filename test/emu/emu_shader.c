@@ -666,10 +666,10 @@ bool emu_exec_sop1(struct emu_exec *c)
 	case SOP1_WQM_B64: d = wqm(s); wscc = true; break;
 	case SOP1_BREV_B32: d = emu_brev64(s) >> 32; break;
 	case SOP1_BREV_B64: d = emu_brev64(s); break;
-	case SOP1_BCNT0_I32_B32: d = 32 - __builtin_popcountll((u32)s); wscc = true; break;
-	case SOP1_BCNT0_I32_B64: d = 64 - __builtin_popcountll(s); wscc = true; break;
+	case SOP1_BCNT0_I32_B32: d = 32 - emu_popcount((u32)s); wscc = true; break;
+	case SOP1_BCNT0_I32_B64: d = 64 - emu_popcount(s); wscc = true; break;
 	case SOP1_BCNT1_I32_B32: case SOP1_BCNT1_I32_B64:
-		d = __builtin_popcountll(s);
+		d = emu_popcount(s);
 		wscc = true;
 		break;
 	case SOP1_FF0_I32_B32: d = first_one(~s & 0xffffffffull); break;

@@ -19,6 +19,7 @@
 
 #ifdef __KERNEL__
 #include <linux/string.h>
+#include <linux/ktime.h>
 #include <linux/timekeeping.h>
 #include <asm/fpu/api.h>
 /* the float unit runs between these (see emu_shader_fp.h) */
@@ -29,6 +30,7 @@
 #include <time.h>
 #define EMU_FPU_BEGIN()	do { } while (0)
 #define EMU_FPU_END()	do { } while (0)
+#define fallthrough	__attribute__((__fallthrough__))
 #endif
 
 /* lanes of @exec, lowest first */
@@ -103,6 +105,15 @@ static inline u64 emu_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	return (u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 #endif
+}
+
+/* set bits (libgcc's __popcountdi2 is not in the kernel) */
+static inline unsigned int emu_popcount(u64 v)
+{
+	v = v - (v >> 1 & 0x5555555555555555ull);
+	v = (v & 0x3333333333333333ull) + (v >> 2 & 0x3333333333333333ull);
+	v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (v * 0x0101010101010101ull) >> 56;
 }
 
 static inline u64 emu_brev64(u64 v)

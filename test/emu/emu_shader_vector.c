@@ -333,12 +333,12 @@ static bool int_op(unsigned int op, const u64 *a, const u64 *b, const u64 *c, u6
 	case V_MUL_LO_U32: L(X * Y); break;
 	case V_MUL_HI_U32: L((u32)(((u64)X * Y) >> 32)); break;
 	case V_MUL_HI_I32: L((u32)(((s64)(s32)X * (s32)Y) >> 32)); break;
-	case V_BCNT_U32_B32: L((u32)__builtin_popcount(X) + Y); break;
+	case V_BCNT_U32_B32: L((u32)emu_popcount(X) + Y); break;
 	case V_MBCNT_LO_U32_B32:
-		L((u32)__builtin_popcount(X & (u32)((1ull << i) - 1)) + Y);
+		L((u32)emu_popcount(X & (u32)((1ull << i) - 1)) + Y);
 		break;
 	case V_MBCNT_HI_U32_B32:
-		L((u32)__builtin_popcount(X & (u32)(((1ull << i) - 1) >> 32)) + Y);
+		L((u32)emu_popcount(X & (u32)(((1ull << i) - 1) >> 32)) + Y);
 		break;
 	case V_LSHLREV_B64: L(b[i] << (X & 63)); break;
 	case V_LSHRREV_B64: L(b[i] >> (X & 63)); break;
