@@ -669,12 +669,97 @@ static void list_op(void *arg, const char *enc, unsigned int op, const char *nam
 		printf("%-6s 0x%03x %s\n", enc, op, name);
 }
 
+/* one instruction of a listed opcode, with registers that exist */
+static unsigned int encode(const char *enc, unsigned int op, u32 *word)
+{
+	if (!strcmp(enc, "SOP2")) {
+		word[0] = 0x80000000 | op << 23 | 10 << 16 | 4 << 8 | 2;
+	} else if (!strcmp(enc, "SOPK")) {
+		word[0] = 0xb0000000 | op << 23 | 10 << 16;
+		word[1] = 0;	/* s_setreg_imm32_b32's literal */
+		return 2;
+	} else if (!strcmp(enc, "SOP1")) {
+		word[0] = 0xbe800000 | 10 << 16 | op << 8 | 2;
+	} else if (!strcmp(enc, "SOPC")) {
+		word[0] = 0xbf000000 | op << 16 | 4 << 8 | 2;
+	} else if (!strcmp(enc, "SOPP")) {
+		word[0] = 0xbf800000 | op << 16;
+	} else if (!strcmp(enc, "SMEM")) {
+		/* s[4:7]: an address, or a buffer descriptor */
+		word[0] = 0xc0000000 | op << 18 | 1 << 17 | 10 << 6 | 2;
+		word[1] = 0;
+	} else if (!strcmp(enc, "VOP3") && (op == 0x117 || op == 0x118)) {
+		/* v_madmk_f32, v_madak_f32: VOP2 only, with the constant after */
+		word[0] = (op - 0x100) << 25 | 10 << 17 | 2 << 9 | 257;
+		word[1] = 0x3f800000;
+	} else if (!strcmp(enc, "VOP3")) {
+		/* readlane/writelane take a scalar lane select and value */
+		unsigned int src0 = op == 0x28a ? 4 : 257, src1 = op >= 0x289 && op <= 0x28a ? 3 : 258;
+
+		word[0] = 0xd0000000 | op << 16 | 20 << 8 | (op < 0x100 || op == 0x142 || op == 0x289 ? 20 : 10);
+		/* src2: v[4:5], or s[20:21] where it is a lane mask */
+		word[1] = src0 | src1 << 9 | (op >= 0x100 && op < 0x140 ? 20 : 260) << 18;
+	} else if (!strcmp(enc, "VOP3P")) {
+		word[0] = 0xd3800000 | op << 16 | 1 << 14 | 10;
+		word[1] = 258 | 260 << 9 | 262 << 18 | 3 << 27;
+	} else if (!strcmp(enc, "DS")) {
+		word[0] = 0xd8000000 | op << 17 | 4;
+		word[1] = 1 | 2 << 8 | 3 << 16 | 10 << 24;
+	} else if (!strcmp(enc, "FLAT")) {
+		word[0] = 0xdc000000 | op << 18 | 2 << 14;
+		word[1] = 4 | 6 << 8 | 0x7f << 16 | 10 << 24;
+	} else {
+		return 0;
+	}
+	return 2;
+}
+
+struct listing {
+	unsigned int count, refused;
+};
+
+/* every listed opcode executes: its instruction does not stop the wave as illegal */
+static void try_op(void *arg, const char *enc, unsigned int op, const char *name)
+{
+	struct listing *l = arg;
+	struct emu_wave *w = wave_new(EMU_ISA_GFX90A, 32, 16);
+	u8 lds[1024];
+	u32 word[2];
+	unsigned int i;
+
+	l->count++;
+	if (!encode(enc, op, word)) {
+		check(false, "%s: no encoder for %s", name, enc);
+		wave_free(w);
+		return;
+	}
+	memcpy(host(CODE_VA), word, 8);
+	memset(host(CODE_VA + 8), 0, 8);
+	w->lds = lds;
+	w->lds_size = sizeof(lds);
+	set_s64(w, 2, DATA_VA);
+	set_s64(w, 4, DATA_VA);
+	w->sgpr[6] = 1024;
+	for (i = 0; i < 64; i++) {
+		w->vgpr[1][i] = 4 * i;
+		w->vgpr[2][i] = i;
+		w->vgpr[4][i] = (u32)DATA_VA + 8 * i;
+		w->vgpr[5][i] = DATA_VA >> 32;
+	}
+	emu_wave_run(w, &mem, 1);
+	if (w->state == EMU_WAVE_ILLEGAL || w->state == EMU_WAVE_MEMVIOL) {
+		l->refused++;
+		check(false, "%s (%s 0x%x) listed but stops the wave (%d)", name, enc, op, w->state);
+	}
+	wave_free(w);
+}
+
 static void test_listing(void)
 {
-	unsigned int count = 0;
+	struct listing l = { 0 };
 
-	emu_shader_for_each_op(list_op, &count);
-	check(count > 400, "only %u opcodes listed", count);
+	emu_shader_for_each_op(try_op, &l);
+	check(l.count > 400, "only %u opcodes listed", l.count);
 }
 
 int main(int argc, char **argv)
