@@ -76,9 +76,13 @@ bool emu_exec_smem(struct emu_exec *c)
 		emu_swrite(w, sdata, true, op == SMEM_MEMTIME ? t : t / 10);
 		return true;
 	}
-	/* the offset: 20-bit immediate, or an SGPR, plus SOFFSET with soe */
+	/*
+	 * The offset: an immediate (21 bits signed, but 20 unsigned for
+	 * s_buffer_load, as llvm-mc encodes them for gfx9), or an SGPR; plus
+	 * SOFFSET with soe.
+	 */
 	if (imm)
-		off = w1 & 0xfffff;
+		off = buffer ? w1 & 0xfffff : (u64)(s64)((s32)(w1 << 11) >> 11);
 	else if (!emu_sread(c, w1 & 0xff, EMU_B32, &off))
 		return emu_illegal(c);
 	if (soe && imm) {

@@ -181,6 +181,10 @@ static void test_scalar(void)
 
 	w->sgpr[39] = 1000;
 	w->sgpr[42] = 0x10;
+	set_s64(w, 0, DATA_VA + 16);
+	((u32 *)host(DATA_VA))[3] = 0xcafe;
+	((u32 *)host(DATA_VA))[6] = 0xbeef;
+	((u32 *)host(DATA_VA))[7] = 0xf00d;
 	w->mode = 0xf0;
 	run(w, 1000);
 	expect_state(w, EMU_WAVE_ENDED);
@@ -219,6 +223,9 @@ static void test_scalar(void)
 	      w->sgpr[41]);
 	check(w->sgpr[42] == 0x18, "s_bitset1: %x", w->sgpr[42]);
 	check(w->sgpr[43] == 0xf5 && w->mode == 0xf5, "s_setreg/s_getreg: %x", w->sgpr[43]);
+	check(w->sgpr[44] == 0xcafe, "s_load_dword at -4: %x", w->sgpr[44]);
+	check(w->sgpr[46] == 0xbeef && w->sgpr[47] == 0xf00d, "s_load_dwordx2: %x %x",
+	      w->sgpr[46], w->sgpr[47]);
 	wave_free(w);
 }
 

@@ -39,4 +39,7 @@
 	s_bitset1_b32 s42, 3			// s42 |= 8
 	s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 5
 	s_getreg_b32 s43, hwreg(HW_REG_MODE, 0, 8)
+	s_load_dword s44, s[0:1], -4		// s[0:1] preset: a negative offset
+	s_load_dwordx2 s[46:47], s[0:1], 0x8
+	s_waitcnt lgkmcnt(0)
 	s_endpgm
