@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "../emu_shader.h"
@@ -771,8 +772,18 @@ static void test_listing(void)
 
 int main(int argc, char **argv)
 {
+	static char self[4096];
+	ssize_t n;
 	int i;
 
+	/* the programs are built beside the runner: find them from wherever it is run */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		if (strrchr(self, '/'))
+			*strrchr(self, '/') = 0;
+		dir = self;
+	}
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--list")) {
 			emu_shader_for_each_op(list_op, NULL);
