@@ -625,6 +625,7 @@ size_t emu_dispatch_record_size(void);
 void emu_dispatch_save_record(const struct emu_dispatch *d, void *buf);
 int emu_dispatch_preempt(struct emu_queue *q, const char **why);
 int emu_dispatch_resume(struct emu_queue *q, const char **why);
+void emu_dispatch_show(struct seq_file *m, const struct emu_dispatch *d);
 void emu_dispatch_wave_state(struct emu_queue *q, u32 *cntl_stack_offset, u32 *wg_state_offset);
 size_t emu_queue_mqd_record_offset(void);
 void emu_aql_queues_preempt(struct emu_process *p);

@@ -35,6 +35,7 @@
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
+#include <linux/seq_file.h>
 
 #include "emu.h"
 #include "emu_shader.h"
@@ -760,4 +761,20 @@ void emu_dispatch_wave_state(struct emu_queue *q, u32 *cntl_stack_offset, u32 *w
 		*cntl_stack_offset = d->cwsr.cntl_stack_offset;
 		*wg_state_offset = d->cwsr.wg_state_offset;
 	}
+}
+
+/*
+ * The end of a queue's line in debugfs: its dispatch in flight, the
+ * workgroups started so far of the grid's, and whether its waves are in the
+ * context save area.
+ */
+void emu_dispatch_show(struct seq_file *m, const struct emu_dispatch *d)
+{
+	if (!d) {
+		seq_puts(m, " dispatch none\n");
+		return;
+	}
+	seq_printf(m, " dispatch %llu workgroups %llu of %llu waves_saved %u instructions %llu\n",
+		   d->dispatch_id, d->next_group, d->total_groups, d->preempted ? d->saved_waves : 0,
+		   d->retired);
 }

@@ -1077,12 +1077,14 @@ static void emu_process_show(struct seq_file *m, struct emu_process *p)
 				   mem->size, mem->flags, mem->mapped,
 				   emu_mem_offset(mem, pdd->gpu->gpu_id));
 	}
-	list_for_each_entry(q, &p->queues, link)
-		seq_printf(m, "  queue %u gpu 0x%x type %u evicted %d heartbeat %llu rptr 0x%llx doorbell %u executed 0x%llx sdma_bytes %llu aql_packets %llu fault %s sdma_id %u\n",
+	list_for_each_entry(q, &p->queues, link) {
+		seq_printf(m, "  queue %u gpu 0x%x type %u evicted %d heartbeat %llu rptr 0x%llx doorbell %u executed 0x%llx sdma_bytes %llu aql_packets %llu fault %s sdma_id %u",
 			   q->id, q->pdd->user_gpu_id, q->type,
 			   !emu_process_queues_active(p), q->heartbeats,
 			   q->rptr, q->doorbell_id, q->exec_rptr, q->sdma_bytes, q->aql_packets,
 			   q->fault ? q->fault : "none", q->sdma_id);
+		emu_dispatch_show(m, q->dispatch);
+	}
 	idr_for_each_entry(&p->event_idr, ev, id)
 		seq_printf(m, "  event %u type %u auto_reset %d signaled %d\n",
 			   ev->id, ev->type, ev->auto_reset, ev->signaled);

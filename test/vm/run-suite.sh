@@ -16,6 +16,8 @@
 #   E2E_CYCLES=N              checkpoint cycles of the soak scenario e2e/32 (default 10)
 #   FAULT_SWEEP=full          every occurrence of every call in the fault sweep e2e/95 (default: a
 #                             deterministic part)
+#   CHECK_FULL=1              make check-full's longer variants of some scenarios (e2e/65: a
+#                             second restore, on the same node)
 #   ROCM_USERLANDS='6.4 …'    the ROCm userland roots whose processes e2e/61, 62 and 83 checkpoint
 #                             (default: every one built)
 #   VM_TCG_THREAD=single|multi  how QEMU runs the vCPUs (test/vm/boot.sh; trixie: single)
@@ -121,6 +123,7 @@ scenario_limit() {
 vm_prepare
 guest_env="${E2E_CYCLES:+E2E_CYCLES=$E2E_CYCLES }${FAULT_SWEEP:+FAULT_SWEEP=$FAULT_SWEEP }"
 guest_env+="${ROCM_USERLANDS:+ROCM_USERLANDS=$(printf %q "$ROCM_USERLANDS") }"
+guest_env+="${CHECK_FULL:+CHECK_FULL=$CHECK_FULL }"
 guest_env+="VM_CRIU=$VM_CRIU "
 case "$VM_GUEST:$VM_CRIU" in
 bookworm:3.17.1 | trixie:4.1.1) ;; # the guest's own package

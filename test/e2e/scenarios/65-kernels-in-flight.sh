@@ -14,7 +14,8 @@
 #     restored on a node of the same shape with other gpu_ids and render minors: the waves come
 #     back from the save area (logged), the kernels in flight finish with the right results, new
 #     kernels of every kind run (verify), heartbeats complete;
-#   - dumped again from there and restored on the same node (the ids of the first restore);
+#   - make check-full: dumped again from there and restored on the same node (the ids of the
+#     first restore);
 #   - dumped with -R: the task keeps running, the kernels that were preempted finish right;
 #   - a kernel that reaches an instruction the emulated GPU does not execute is reported to the
 #     application as an illegal instruction (the workload's --illegal-instruction mode).
@@ -26,7 +27,7 @@ e2e_begin
 userland_require
 
 # One launch of the long kernel takes seconds in the guest: the dump always finds one in flight.
-KERNEL_ARGS=(--vram-mb 1 --kernel-kib "${E2E_KERNEL_KIB:-256}" --kernel-iters "${E2E_KERNEL_ITERS:-200}")
+KERNEL_ARGS=(--vram-mb 1 --kernel-kib "${E2E_KERNEL_KIB:-256}" --kernel-iters "${E2E_KERNEL_ITERS:-300}")
 img=/tmp/img-65
 
 # tap_preempted <what> <mark> <gpus>: since the mark, the emulator saved the waves of a dispatch
@@ -46,11 +47,30 @@ tap_resumed() {
 	tap_check "$what: the saved waves came back from the context save area ($got dispatches)" [ "$got" -ge 1 ]
 }
 
-# dump_in_flight <tag> <what> [criu options]: wait for kernels in flight, dump, check the preemptions
+# long_kernels_early <pid>: true when every GPU of the process has the long kernel in flight (a
+# dispatch of at least LONG_GROUPS workgroups) with at most a third of its workgroups started, so
+# that a dump begun now finds it still running (debugfs: "... dispatch ID workgroups N of T ...").
+LONG_GROUPS=$(((${E2E_KERNEL_KIB:-256} << 10) / 4 / 256))
+long_kernels_early() {
+	awk -v pid="$1" -v long="$LONG_GROUPS" '
+		$1 == "process" { cur = ($3 == pid) }
+		cur && $1 == "queue" && $5 == "type" && $6 == 2 {
+			gpus[$4] = 1
+			for (i = 1; i < NF; i++)
+				if ($i == "workgroups" && $(i + 3) >= long && $(i + 1) * 3 <= $(i + 3))
+					early[$4] = 1
+		}
+		END { n = 0; for (g in gpus) { n++; if (!early[g]) exit 1 } exit n < 2 }
+	' "$EMU_DEBUGFS/processes"
+}
+
+# dump_in_flight <tag> <what> [criu options]: wait for the long kernel in flight on both GPUs,
+# dump, check the preemptions
 dump_in_flight() {
 	local tag=$1 what=$2 mark
 	shift 2
-	sleep 2
+	wait_for "long_kernels_early $pid" 120 ||
+		log "$tag: the long kernel was not early in flight on both GPUs at once within 120 s; dumping anyway"
 	mark="e2e 65: $tag $what $(date +%s%N)"
 	dmesg_mark "$mark"
 	if [ "${1:-}" = -R ]; then
@@ -67,7 +87,7 @@ dump_in_flight() {
 log_instruction_rate() {
 	local before after t0 t1 rate
 	before=$(shader_instructions) t0=$(date +%s%N)
-	sleep 5
+	sleep 3
 	after=$(shader_instructions) t1=$(date +%s%N)
 	rate=$(awk -v b="$before" -v a="$after" -v ns=$((t1 - t0)) 'BEGIN {
 		n = split(b, x, " "); split(a, y, " "); for (i = 1; i <= n; i++) s = s sprintf(" %.0f", (y[i] - x[i]) * 1e9 / ns); print s }')
@@ -95,12 +115,16 @@ one_userland() {
 	tap_alive_verified "$tag: restored on other gpu_ids (kernels in flight finished right, new ones run)" "$pid" "$state"
 	tap_resumed "$tag: restored on other gpu_ids" "$mark"
 
-	dump_in_flight "$tag" "dumped again, kernels in flight" || { wl_kill "$pid"; return; }
-	mark="e2e 65: $tag restore same node $(date +%s%N)"
-	dmesg_mark "$mark"
-	tap_restore "$tag: restored on the same node" "$img" || return
-	tap_alive_verified "$tag: restored on the same node" "$pid" "$state"
-	tap_resumed "$tag: restored on the same node" "$mark"
+	# make check-full: once more, restored on the node it was dumped on (make check's time goes to
+	# the other gpu_ids, the harder case)
+	if [ "${CHECK_FULL:-0}" = 1 ]; then
+		dump_in_flight "$tag" "dumped again, kernels in flight" || { wl_kill "$pid"; return; }
+		mark="e2e 65: $tag restore same node $(date +%s%N)"
+		dmesg_mark "$mark"
+		tap_restore "$tag: restored on the same node" "$img" || return
+		tap_alive_verified "$tag: restored on the same node" "$pid" "$state"
+		tap_resumed "$tag: restored on the same node" "$mark"
+	fi
 
 	dump_in_flight "$tag" "dumped with -R, kernels in flight" -R || { wl_kill "$pid"; return; }
 	tap_alive_verified "$tag: running on after the -R dump (preempted kernels finished right)" "$pid" "$state"
