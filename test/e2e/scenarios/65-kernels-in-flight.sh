@@ -71,6 +71,8 @@ dump_in_flight() {
 	shift 2
 	wait_for "long_kernels_early $pid" 120 ||
 		log "$tag: the long kernel was not early in flight on both GPUs at once within 120 s; dumping anyway"
+	# what the restore must give back, taken as late as can be (HIP makes events as it goes)
+	task_snapshot "$pid" "$RESULTS_DIR/hip_kernel.dumped"
 	mark="e2e 65: $tag $what $(date +%s%N)"
 	dmesg_mark "$mark"
 	if [ "${1:-}" = -R ]; then
@@ -99,7 +101,6 @@ one_userland() {
 	wl_fresh hip_kernel preset=2xmi210 -- "${KERNEL_ARGS[@]}" || return
 	tap_verify "$tag: before the dump" "$pid" "$state"
 	log_instruction_rate "$tag"
-	task_snapshot "$pid" "$RESULTS_DIR/hip_kernel.dumped"
 	if ! userland_criu_dumps "$version"; then
 		tap_dump_fails_runs_on "$tag"
 		return
