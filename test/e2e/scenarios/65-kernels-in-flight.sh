@@ -99,7 +99,6 @@ log_instruction_rate() {
 one_userland() {
 	local tag="ROCm $version kernels" mark
 	wl_fresh hip_kernel preset=2xmi210 -- "${KERNEL_ARGS[@]}" || return
-	tap_verify "$tag: before the dump" "$pid" "$state"
 	log_instruction_rate "$tag"
 	if ! userland_criu_dumps "$version"; then
 		tap_dump_fails_runs_on "$tag"
