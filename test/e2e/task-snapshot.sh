@@ -5,10 +5,12 @@
 # restored task with it. Sourced by test/e2e/lib.sh.
 #
 #   task_snapshot <pid> <file>           what a user (and the GPU) can see of the task, normalised
-#   tap_same_task <name> <file> <pid> [--larger-node]
+#   tap_same_task <name> <file> <pid> [--larger-node | --events-made-since]
 #                                        four TAP results: the restored task <pid> has the same
 #                                        fd table, memory map, GPU state and host surroundings;
-#                                        on a larger node, GPUs it gained are not a difference
+#                                        on a larger node, GPUs it gained are not a difference;
+#                                        for a task whose runtime makes KFD events as it runs,
+#                                        events it made since are not
 #
 # Normalised so that a faithful restore on other GPUs compares equal: render nodes (found by their
 # device number, whatever their path) are named by the gpu_id the task knows (not the minor),
@@ -128,6 +130,13 @@ tap_same_task() {
 	if [ "$larger" = --larger-node ]; then
 		# GPUs the task gained on a larger node are not a difference.
 		grep -v -x -F -f <(grep '^gpu device ' "$before") <(grep '^gpu device ' "$after") >"$after.gained"
+		grep -v -x -F -f "$after.gained" "$after" >"$after.kept"
+		mv "$after.kept" "$after"
+		rm -f "$after.gained"
+	elif [ "$larger" = --events-made-since ]; then
+		# A task whose runtime makes KFD events as it runs (HIP's signals for its kernels) has
+		# made some since its restore: every event dumped must be back, new ones are no difference.
+		grep -v -x -F -f <(grep '^gpu event ' "$before") <(grep '^gpu event ' "$after") >"$after.gained"
 		grep -v -x -F -f "$after.gained" "$after" >"$after.kept"
 		mv "$after.kept" "$after"
 		rm -f "$after.gained"

@@ -24,10 +24,11 @@
  * workgroup info); VGPR 0..2 the work-item ids (gfx90a: all three packed in
  * VGPR 0, 10 bits each).  MODE comes from the descriptor's float modes.
  *
- * Not emulated: the private segment (scratch).  A kernel whose descriptor
- * enables it ends as an illegal instruction at its first instruction, and the
- * log says why; kernels compiled with optimisation that keep everything in
- * registers and LDS do not need it.
+ * Not emulated: the private segment (scratch), and kernels for the gfx942 of
+ * the cpx8 preset (the shader core knows gfx908 and gfx90a).  Such a dispatch
+ * ends as an illegal instruction at its first instruction, and the log says
+ * why; kernels compiled with optimisation that keep everything in registers
+ * and LDS need no scratch.
  *
  * Memory goes through the process's GPU VM, as the copy engine's does; a
  * small translation cache per pass keeps the lookups off the per-lane path.
@@ -208,6 +209,12 @@ static u32 emu_pkt_u32(const struct emu_dispatch *d, unsigned int at)
 	return ((const u32 *)d->pkt)[at / 4];
 }
 
+/* The shader core runs gfx908 and gfx90a code; false for the other presets' GPUs (gfx942) */
+static bool emu_gpu_isa_known(const struct emu_gpu *gpu)
+{
+	return gpu->model->gfx_target_version == 90008 || gpu->model->gfx_target_version == 90010;
+}
+
 static enum emu_isa_target emu_gpu_isa(const struct emu_gpu *gpu)
 {
 	return gpu->model->gfx_target_version == 90010 ? EMU_ISA_GFX90A : EMU_ISA_GFX908;
@@ -278,7 +285,9 @@ struct emu_dispatch *emu_dispatch_begin(struct emu_queue *q, const u64 *pkt, u64
 	d->waves_max = waves_max;
 
 	*why = NULL;
-	if (!d->wg_size[0] || !d->wg_size[1] || !d->wg_size[2] || !d->grid[0] || !d->grid[1] || !d->grid[2])
+	if (!emu_gpu_isa_known(q->pdd->gpu))
+		*why = "the shader core executes gfx908 and gfx90a code, not this GPU's";
+	else if (!d->wg_size[0] || !d->wg_size[1] || !d->wg_size[2] || !d->grid[0] || !d->grid[1] || !d->grid[2])
 		*why = "dispatch with an empty workgroup or grid";
 	else if (waves_max > EMU_MAX_WG_WAVES)
 		*why = "workgroup of more than 1024 work-items";

@@ -47,9 +47,11 @@ tap_resumed() {
 	tap_check "$what: the saved waves came back from the context save area ($got dispatches)" [ "$got" -ge 1 ]
 }
 
-# long_kernels_early <pid>: true when every GPU of the process has the long kernel in flight (a
-# dispatch of at least LONG_GROUPS workgroups) with at most a third of its workgroups started, so
-# that a dump begun now finds it still running (debugfs: "... dispatch ID workgroups N of T ...").
+# long_kernels_early <pid>: true when every GPU of the process has the long kernel in flight with
+# at most a third of its workgroups started, so that a dump begun now (criu takes seconds to pause
+# the queues here) finds it still running. The long kernel is told from the workload's others (the
+# reduction has as many workgroups) by its instructions per workgroup, thousands (debugfs: "...
+# dispatch ID workgroups N of T waves_saved W instructions I").
 LONG_GROUPS=$(((${E2E_KERNEL_KIB:-256} << 10) / 4 / 256))
 long_kernels_early() {
 	awk -v pid="$1" -v long="$LONG_GROUPS" '
@@ -57,7 +59,8 @@ long_kernels_early() {
 		cur && $1 == "queue" && $5 == "type" && $6 == 2 {
 			gpus[$4] = 1
 			for (i = 1; i < NF; i++)
-				if ($i == "workgroups" && $(i + 3) >= long && $(i + 1) * 3 <= $(i + 3))
+				if ($i == "workgroups" && $(i + 3) >= long && $(i + 1) >= 2 && $(i + 1) * 3 <= $(i + 3) &&
+				    $(i + 7) > 1000 * ($(i + 1) - 1))
 					early[$4] = 1
 		}
 		END { n = 0; for (g in gpus) { n++; if (!early[g]) exit 1 } exit n < 2 }
@@ -111,7 +114,7 @@ one_userland() {
 	mark="e2e 65: $tag restore $(date +%s%N)"
 	dmesg_mark "$mark"
 	tap_restore "$tag: restored on other gpu_ids" "$img" || return
-	tap_same_task "$tag: restored on other gpu_ids" "$RESULTS_DIR/hip_kernel.dumped" "$pid"
+	tap_same_task "$tag: restored on other gpu_ids" "$RESULTS_DIR/hip_kernel.dumped" "$pid" --events-made-since
 	tap_alive_verified "$tag: restored on other gpu_ids (kernels in flight finished right, new ones run)" "$pid" "$state"
 	tap_resumed "$tag: restored on other gpu_ids" "$mark"
 
