@@ -27,7 +27,7 @@ e2e_begin
 userland_require
 
 # One launch of the long kernel takes seconds in the guest: the dump always finds one in flight.
-KERNEL_ARGS=(--vram-mb 1 --kernel-kib "${E2E_KERNEL_KIB:-256}" --kernel-iters "${E2E_KERNEL_ITERS:-300}")
+KERNEL_ARGS=(--vram-mb 1 --kernel-kib "${E2E_KERNEL_KIB:-256}" --kernel-iters "${E2E_KERNEL_ITERS:-400}")
 img=/tmp/img-65
 
 # tap_preempted <what> <mark> <gpus>: since the mark, the emulator saved the waves of a dispatch
