@@ -10,13 +10,14 @@
 #
 # On 2xmi210, under the criu the suite runs (a root whose glibc puts guard regions in thread
 # stacks needs criu 4.2 or newer: below that the dump fails and the task runs on, verified):
-#   - dumped with a kernel in flight on both GPUs (the log shows the waves saved on each),
-#     restored on a node of the same shape with other gpu_ids and render minors: the waves come
-#     back from the save area (logged), the kernels in flight finish with the right results, new
-#     kernels of every kind run (verify), heartbeats complete;
+#   - dumped with -R with a kernel in flight on both GPUs (the log shows the waves saved on each):
+#     the task runs on, its waves resumed, its queues run (a heartbeat);
+#   - dumped with a kernel in flight on both GPUs, restored on a node of the same shape with
+#     other gpu_ids and render minors: the waves come back from the save area (logged), the
+#     kernels in flight at either dump finished with the right results, new kernels of every kind
+#     run (verify), heartbeats complete;
 #   - make check-full: dumped again from there and restored on the same node (the ids of the
 #     first restore);
-#   - dumped with -R: the task keeps running, the kernels that were preempted finish right;
 #   - a kernel that reaches an instruction the emulated GPU does not execute is reported to the
 #     application as an illegal instruction (the workload's --illegal-instruction mode).
 # timeout: 900
@@ -27,7 +28,7 @@ e2e_begin
 userland_require
 
 # One launch of the long kernel takes seconds in the guest: the dump always finds one in flight.
-KERNEL_ARGS=(--vram-mb 1 --kernel-kib "${E2E_KERNEL_KIB:-256}" --kernel-iters "${E2E_KERNEL_ITERS:-400}")
+KERNEL_ARGS=(--vram-mb 1 --kernel-kib "${E2E_KERNEL_KIB:-256}" --kernel-iters "${E2E_KERNEL_ITERS:-500}")
 img=/tmp/img-65
 
 # tap_preempted <what> <mark> <gpus>: since the mark, the emulator saved the waves of a dispatch
@@ -48,8 +49,8 @@ tap_resumed() {
 }
 
 # long_kernels_early <pid>: true when every GPU of the process has the long kernel in flight with
-# at most a third of its workgroups started, so that a dump begun now (criu takes seconds to pause
-# the queues here) finds it still running. The long kernel is told from the workload's others (the
+# at most half of its workgroups started, so that a dump begun now (criu takes some 8 s to pause
+# the queues here, a launch some 20) finds it still running. The long kernel is told from the workload's others (the
 # reduction has as many workgroups) by its instructions per workgroup, thousands (debugfs: "...
 # dispatch ID workgroups N of T waves_saved W instructions I").
 LONG_GROUPS=$(((${E2E_KERNEL_KIB:-256} << 10) / 4 / 256))
@@ -59,7 +60,7 @@ long_kernels_early() {
 		cur && $1 == "queue" && $5 == "type" && $6 == 2 {
 			gpus[$4] = 1
 			for (i = 1; i < NF; i++)
-				if ($i == "workgroups" && $(i + 3) >= long && $(i + 1) >= 2 && $(i + 1) * 3 <= $(i + 3) &&
+				if ($i == "workgroups" && $(i + 3) >= long && $(i + 1) >= 2 && $(i + 1) * 2 <= $(i + 3) &&
 				    $(i + 7) > 1000 * ($(i + 1) - 1))
 					early[$4] = 1
 		}
@@ -108,6 +109,12 @@ one_userland() {
 		return
 	fi
 
+	# -R first: the task runs on, its preempted kernels resumed (their results are checked with
+	# every other round's by the verification after the restore below)
+	dump_in_flight "$tag" "dumped with -R, kernels in flight" -R || { wl_kill "$pid"; return; }
+	tap_resumed "$tag: running on after the -R dump" "$LAST_MARK"
+	tap_heartbeat "$tag: running on after the -R dump" "$pid" "$state"
+
 	dump_in_flight "$tag" "dumped with kernels in flight" || { wl_kill "$pid"; return; }
 	emu_reload_or_say "$tag: reload as 2xmi210 with other gpu_ids" preset=2xmi210 \
 		gpu_ids=0x0e11,0x0e12 render_minor_base=150 || return
@@ -115,7 +122,7 @@ one_userland() {
 	dmesg_mark "$mark"
 	tap_restore "$tag: restored on other gpu_ids" "$img" || return
 	tap_same_task "$tag: restored on other gpu_ids" "$RESULTS_DIR/hip_kernel.dumped" "$pid" --events-made-since
-	tap_alive_verified "$tag: restored on other gpu_ids (kernels in flight finished right, new ones run)" "$pid" "$state"
+	tap_alive_verified "$tag: restored on other gpu_ids (every kernel in flight at either dump finished right, new ones run)" "$pid" "$state"
 	tap_resumed "$tag: restored on other gpu_ids" "$mark"
 
 	# make check-full: once more, restored on the node it was dumped on (make check's time goes to
@@ -128,10 +135,6 @@ one_userland() {
 		tap_alive_verified "$tag: restored on the same node" "$pid" "$state"
 		tap_resumed "$tag: restored on the same node" "$mark"
 	fi
-
-	dump_in_flight "$tag" "dumped with -R, kernels in flight" -R || { wl_kill "$pid"; return; }
-	tap_alive_verified "$tag: running on after the -R dump (preempted kernels finished right)" "$pid" "$state"
-	tap_resumed "$tag: running on after the -R dump" "$LAST_MARK"
 	rm -rf "$img"
 	wl_kill "$pid"
 }
