@@ -544,6 +544,12 @@ static void verify(void *ctx, struct wl_report *r)
 	int devices = 0;
 	hipError_t e;
 
+	/*
+	 * Between two rounds: every GPU's round in flight completes first, and none starts another
+	 * until its GPU has been verified (so that verification waits for one round at most).
+	 */
+	for (unsigned int i = 0; i < w->n_gpus; i++)
+		w->gpus[i].verify_waits.store(true);
 	for (unsigned int i = 0; i < w->n_gpus; i++) {
 		struct gpu *g = &w->gpus[i];
 		struct sink s = { g, r, false };
@@ -552,10 +558,9 @@ static void verify(void *ctx, struct wl_report *r)
 		e = hipSetDevice(g->dev);
 		if (e != hipSuccess) {
 			wl_fail(r, "%s: hipSetDevice: %s", name, hipGetErrorString(e));
+			g->verify_waits.store(false);
 			continue;
 		}
-		/* between two rounds: the kernel in flight completes first */
-		g->verify_waits.store(true);
 		pthread_mutex_lock(&g->round_lock);
 		for (unsigned int b = 0; b < g->n_bufs; b++) {
 			snprintf(what, sizeof(what), "%s buffer %u (device %p, 0x%" PRIx64 " bytes)", name,
