@@ -62,7 +62,7 @@ UNIT43_SRCS := $(wildcard test/unit/criu-4.3/*.cpp)
 UNIT43_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT43_SRCS))
 UNIT43_BIN := $(BUILD)/test/unit/criu-4.3-tests
 
-.PHONY: all deps plugin tools install deb check check-full check-unit check-vm check-containers bench demo emu clean format fuzz fuzz-build fuzz-seeds
+.PHONY: all deps deps-full plugin tools install deb check check-full check-unit check-vm check-containers bench demo emu clean format fuzz fuzz-build fuzz-seeds
 .DEFAULT_GOAL := all
 
 # Test-bed programs built on the host (the guest sees this tree): the image streamer stand-in and
@@ -92,6 +92,9 @@ $(HOST_FAULTS): test/host-faults/host_faults.c
 
 deps:
 	@scripts/install-deps.sh
+
+deps-full:
+	@scripts/install-deps.sh --full
 
 plugin: $(PLUGIN)
 
@@ -197,7 +200,7 @@ check: deps
 # the fault sweep over every occurrence of every call, the BO over 4 GiB in a 10 GiB guest, every
 # scenario in the trixie guest under criu 4.3, and the checkpoint/restore scenarios under trixie's
 # criu 4.1.1 and, in the bookworm guest, criu 4.2.1 built from Debian's source.
-check-full: deps
+check-full: deps-full
 	@$(MAKE) --no-print-directory all $(UNIT43_BIN) fuzz-build
 	@E2E_CYCLES=$${E2E_CYCLES:-50} FAULT_SWEEP=$${FAULT_SWEEP:-full} CHECK_FULL=1 test/run-all.sh
 

@@ -24,6 +24,9 @@ packages=(
 	# real GPU clients run inside the guest
 	libhsakmt1 libhsakmt-dev rocminfo libhsa-runtime64-1 libhsa-runtime-dev libamdhip64-dev
 )
+# make check-full (--full): bookworm's hipcc (with its clang 15), which builds the HIP workload with
+# GPU kernels for the bookworm guest's ROCm 5.2.3 (e2e/65 under criu 3.17.1 and 4.2.1)
+[ "${1:-}" != --full ] || packages+=(hipcc)
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
