@@ -30,10 +30,8 @@
  * - s_memtime and s_memrealtime read the host's raw monotonic clock, in
  *   nanoseconds and in 100 MHz ticks.
  * - A memory access the VM refuses stops the wave as EMU_WAVE_MEMVIOL at
- *   the instruction.  Lanes are served in lane order: for a store or an
- *   atomic, the lanes before the faulting one have already written memory
- *   (the hardware gives no ordering guarantee between lanes either, so no
- *   program can rely on either outcome); loads write no register.
+ *   the instruction, having written nothing (emu_shader_memory.c says how
+ *   far that holds).
  */
 #include "emu_shader_internal.h"
 
