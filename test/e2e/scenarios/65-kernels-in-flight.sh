@@ -149,12 +149,18 @@ one_userland() {
 
 # What a failed dump owes the task: it runs on, its kernels finish right.
 tap_dump_fails_runs_on() {
-	local tag=$1
+	local tag=$1 mark
+	wait_for "long_kernels_early $pid" 120 ||
+		log "$tag: the long kernel was not early in flight on both GPUs at once within 120 s; dumping anyway"
+	mark="e2e 65: $tag refused dump $(date +%s%N)"
+	dmesg_mark "$mark"
 	if wl_dump "$pid" "$img"; then
 		tap_not_ok "$tag: criu $(criu_version) cannot dump thread stacks with guard regions" "the dump succeeded"
 	else
 		tap_ok "$tag: criu $(criu_version) refuses the dump (thread-stack guard regions; criu 4.2 dumps them)"
 	fi
+	tap_preempted "$tag: the refused dump" "$mark" 2
+	tap_resumed "$tag: after the refused dump" "$mark"
 	rm -rf "$img"
 	tap_alive_verified "$tag: after the failed dump, kernels preempted by it finish right" "$pid" "$state"
 	wl_kill "$pid"
