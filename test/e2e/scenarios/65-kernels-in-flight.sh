@@ -58,18 +58,20 @@ tap_resumed() {
 
 # long_kernels_early <pid>: true when every GPU of the process has the long kernel in flight with
 # at most half of its workgroups started, so that a dump begun now (criu takes some 8 s to pause
-# the queues here, a launch some 20) finds it still running. The long kernel is told from the workload's others (the
-# reduction has as many workgroups) by its instructions per workgroup, thousands (debugfs: "...
-# dispatch ID workgroups N of T waves_saved W instructions I").
+# the queues here, a launch some 20) finds it still running. The long kernel is told from the
+# workload's others (the reduction has as many workgroups, HIP's blit kernels can have as many) by
+# its instructions per workgroup: 4 waves of some 7 per iteration, so more than 10 per iteration
+# (debugfs: "... dispatch ID workgroups N of T waves_saved W instructions I").
 LONG_GROUPS=$(((${E2E_KERNEL_KIB:-256} << 10) / 4 / 256))
+LONG_PER_GROUP=$((${E2E_KERNEL_ITERS:-500} * 10))
 long_kernels_early() {
-	awk -v pid="$1" -v long="$LONG_GROUPS" '
+	awk -v pid="$1" -v long="$LONG_GROUPS" -v per_group="$LONG_PER_GROUP" '
 		$1 == "process" { cur = ($3 == pid) }
 		cur && $1 == "queue" && $5 == "type" && $6 == 2 {
 			gpus[$4] = 1
 			for (i = 1; i < NF; i++)
 				if ($i == "workgroups" && $(i + 3) >= long && $(i + 1) >= 2 && $(i + 1) * 2 <= $(i + 3) &&
-				    $(i + 7) > 1000 * ($(i + 1) - 1))
+				    $(i + 7) > per_group * ($(i + 1) - 1))
 					early[$4] = 1
 		}
 		END { n = 0; for (g in gpus) { n++; if (!early[g]) exit 1 } exit n < 2 }
