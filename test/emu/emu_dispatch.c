@@ -448,7 +448,12 @@ enum emu_dispatch_status emu_dispatch_run(struct emu_dispatch *d, struct emu_que
 	u64 done = 0;
 	u32 i, ended, waiting;
 
-	while (done < budget) {
+	for (;;) {
+		/*
+		 * The next workgroup is launched as soon as one ends, also at the end
+		 * of a slice: a queue stopped between two slices has its waves resident,
+		 * as a GPU's would be.
+		 */
 		if (!d->nwaves) {
 			if (d->next_group == d->total_groups) {
 				status = EMU_DISPATCH_DONE;
@@ -461,6 +466,8 @@ enum emu_dispatch_status emu_dispatch_run(struct emu_dispatch *d, struct emu_que
 				break;
 			}
 		}
+		if (done >= budget)
+			break;
 		ended = waiting = 0;
 		for (i = 0; i < d->nwaves; i++) {
 			struct emu_wave *w = &d->waves[i];
