@@ -57,7 +57,7 @@ tap_resumed() {
 }
 
 # long_kernels_early <pid>: true when every GPU of the process has the long kernel in flight with
-# at most half of its workgroups started, so that a dump begun now (criu takes some 8 s to pause
+# at most a third of its workgroups started, so that a dump begun now (criu takes some 8 s to pause
 # the queues here, a launch some 20) finds it still running. The long kernel is told from the
 # workload's others (the reduction has as many workgroups, HIP's blit kernels can have as many) by
 # its instructions per workgroup: 4 waves of some 7 per iteration, so more than 10 per iteration
@@ -70,7 +70,7 @@ long_kernels_early() {
 		cur && $1 == "queue" && $5 == "type" && $6 == 2 {
 			gpus[$4] = 1
 			for (i = 1; i < NF; i++)
-				if ($i == "workgroups" && $(i + 3) >= long && $(i + 1) >= 2 && $(i + 1) * 2 <= $(i + 3) &&
+				if ($i == "workgroups" && $(i + 3) >= long && $(i + 1) >= 2 && $(i + 1) * 3 <= $(i + 3) &&
 				    $(i + 7) > per_group * ($(i + 1) - 1))
 					early[$4] = 1
 		}
@@ -78,13 +78,23 @@ long_kernels_early() {
 	' "$EMU_DEBUGFS/processes"
 }
 
+# emu_dispatches <pid>: the dispatch of each of the process's AQL queues, as the dump finds them
+emu_dispatches() {
+	awk -v pid="$1" '
+		$1 == "process" { cur = ($3 == pid) }
+		cur && $1 == "queue" && $5 == "type" && $6 == 2 { sub(/.* dispatch /, "dispatch "); print "#   queue " $0 }
+	' "$EMU_DEBUGFS/processes" | sort -u
+}
+
 # dump_in_flight <tag> <what> [criu options]: wait for the long kernel in flight on both GPUs,
 # dump, check the preemptions
 dump_in_flight() {
 	local tag=$1 what=$2 mark
 	shift 2
-	wait_for "long_kernels_early $pid" 120 ||
+	# twice, half a second apart: a state that holds that long is not one caught in passing
+	wait_for "long_kernels_early $pid && sleep 0.5 && long_kernels_early $pid" 120 ||
 		log "$tag: the long kernel was not early in flight on both GPUs at once within 120 s; dumping anyway"
+	emu_dispatches "$pid"
 	# what the restore must give back, taken as late as can be (HIP makes events as it goes)
 	task_snapshot "$pid" "$RESULTS_DIR/hip_kernel.dumped"
 	mark="e2e 65: $tag $what $(date +%s%N)"
@@ -152,8 +162,9 @@ one_userland() {
 # What a failed dump owes the task: it runs on, its kernels finish right.
 tap_dump_fails_runs_on() {
 	local tag=$1 mark
-	wait_for "long_kernels_early $pid" 120 ||
+	wait_for "long_kernels_early $pid && sleep 0.5 && long_kernels_early $pid" 120 ||
 		log "$tag: the long kernel was not early in flight on both GPUs at once within 120 s; dumping anyway"
+	emu_dispatches "$pid"
 	mark="e2e 65: $tag refused dump $(date +%s%N)"
 	dmesg_mark "$mark"
 	if wl_dump "$pid" "$img"; then
