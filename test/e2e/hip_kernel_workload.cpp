@@ -59,6 +59,8 @@ extern "C" {
 
 #include <hip/hip_runtime.h>
 
+#include "hip_device.h"
+
 #include <atomic>
 #include <errno.h>
 #include <inttypes.h>
@@ -719,47 +721,12 @@ static void teardown(void *ctx)
 
 /* ---- set-up ------------------------------------------------------------------------- */
 
-static int setup_failed(hipError_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int setup_failed(hipError_t e, const char *fmt, ...)
-{
-	char what[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	wl_err("%s: %s", what, hipGetErrorString(e));
-	return WL_EXIT_SETUP;
-}
-
-#define SETUP_CHECK(call, ...)                                                                                         \
-	do {                                                                                                           \
-		hipError_t e_ = (call);                                                                                \
-		if (e_ != hipSuccess)                                                                                  \
-			return setup_failed(e_, __VA_ARGS__);                                                          \
-	} while (0)
-
-/* The HIP device at the PCI address of GPU node @g (HIP numbers devices in ROCr's agent order). */
+/* The HIP device of GPU node @g (hip_device.h) */
 static int find_device(struct workload *w, struct gpu *g, const bool *taken)
 {
-	const unsigned int bus = g->node.location_id >> 8 & 0xff, slot = g->node.location_id >> 3 & 0x1f;
+	const struct hip_device out = { &g->dev, g->pci, sizeof(g->pci), g->arch, sizeof(g->arch), g->name, sizeof(g->name) };
 
-	for (int d = 0; d < w->devices; d++) {
-		hipDeviceProp_t prop;
-
-		SETUP_CHECK(hipGetDeviceProperties(&prop, d), "hipGetDeviceProperties(%d)", d);
-		if (taken[d] || (unsigned int)prop.pciDomainID != g->node.domain ||
-		    (unsigned int)prop.pciBusID != bus || (unsigned int)prop.pciDeviceID != slot)
-			continue;
-		g->dev = d;
-		snprintf(g->arch, sizeof(g->arch), "%s", prop.gcnArchName);
-		snprintf(g->name, sizeof(g->name), "%s", prop.name);
-		SETUP_CHECK(hipDeviceGetPCIBusId(g->pci, sizeof(g->pci), d), "hipDeviceGetPCIBusId(%d)", d);
-		return 0;
-	}
-	wl_err("GPU node %u (gpu_id 0x%x) is at PCI %04x:%02x:%02x; no HIP device is", g->node.node, g->node.gpu_id,
-	       g->node.domain, bus, slot);
-	return WL_EXIT_SETUP;
+	return hip_find_device(&g->node, w->devices, taken, &out);
 }
 
 template <typename T> static hipError_t dev_alloc(T **p, size_t bytes)
@@ -777,11 +744,11 @@ static int setup_gpu(struct workload *w, struct gpu *g, unsigned int *next_bo)
 	const size_t array = (size_t)w->kernel_kib << 10;
 	char name[160];
 
-	SETUP_CHECK(hipSetDevice(g->dev), "hipSetDevice(%d) for GPU node %u", g->dev, g->node.node);
+	HIP_SETUP_CHECK(hipSetDevice(g->dev), "hipSetDevice(%d) for GPU node %u", g->dev, g->node.node);
 	gpu_name(g, name, sizeof(name));
-	SETUP_CHECK(hipStreamCreateWithFlags(&g->work, hipStreamNonBlocking), "%s: the work stream", name);
-	SETUP_CHECK(hipStreamCreateWithFlags(&g->beat_stream, hipStreamNonBlocking), "%s: the heartbeat stream", name);
-	SETUP_CHECK(hipEventCreateWithFlags(&g->beat_done, hipEventDisableTiming), "%s: the heartbeat event", name);
+	HIP_SETUP_CHECK(hipStreamCreateWithFlags(&g->work, hipStreamNonBlocking), "%s: the work stream", name);
+	HIP_SETUP_CHECK(hipStreamCreateWithFlags(&g->beat_stream, hipStreamNonBlocking), "%s: the heartbeat stream", name);
+	HIP_SETUP_CHECK(hipEventCreateWithFlags(&g->beat_done, hipEventDisableTiming), "%s: the heartbeat event", name);
 
 	g->n_bufs = wl_content_bos(&w->opts, g->index);
 	g->first_bo = *next_bo;
@@ -798,7 +765,7 @@ static int setup_gpu(struct workload *w, struct gpu *g, unsigned int *next_bo)
 	}
 	for (unsigned int b = 0; b < g->n_bufs; b++) {
 		g->sizes[b] = wl_content_bo_size(&w->opts, g->index, b);
-		SETUP_CHECK(hipMalloc(&g->bufs[b], g->sizes[b]), "%s: hipMalloc(0x%" PRIx64 ") for buffer %u", name,
+		HIP_SETUP_CHECK(hipMalloc(&g->bufs[b], g->sizes[b]), "%s: hipMalloc(0x%" PRIx64 ") for buffer %u", name,
 			    g->sizes[b], g->first_bo + b);
 		if (g->sizes[b] > w->scratch_size) {
 			free(w->scratch);
@@ -810,30 +777,30 @@ static int setup_gpu(struct workload *w, struct gpu *g, unsigned int *next_bo)
 			}
 		}
 		wl_fill(w->scratch, g->sizes[b], w->seed, g->first_bo + b);
-		SETUP_CHECK(hipMemcpyAsync(g->bufs[b], w->scratch, g->sizes[b], hipMemcpyHostToDevice, g->work),
+		HIP_SETUP_CHECK(hipMemcpyAsync(g->bufs[b], w->scratch, g->sizes[b], hipMemcpyHostToDevice, g->work),
 			    "%s: hipMemcpyAsync host->device of buffer %u", name, g->first_bo + b);
-		SETUP_CHECK(hipStreamSynchronize(g->work), "%s: filling buffer %u", name, g->first_bo + b);
+		HIP_SETUP_CHECK(hipStreamSynchronize(g->work), "%s: filling buffer %u", name, g->first_bo + b);
 	}
-	SETUP_CHECK(dev_alloc(&g->x, array), "%s: hipMalloc(0x%zx) for x", name, array);
-	SETUP_CHECK(dev_alloc(&g->y, array), "%s: hipMalloc(0x%zx) for y", name, array);
-	SETUP_CHECK(dev_alloc(&g->total, sizeof(*g->total)), "%s: hipMalloc for the total", name);
-	SETUP_CHECK(dev_alloc(&g->blit_a, BLIT_BYTES), "%s: hipMalloc for blit buffer A", name);
-	SETUP_CHECK(dev_alloc(&g->blit_b, BLIT_BYTES), "%s: hipMalloc for blit buffer B", name);
-	SETUP_CHECK(dev_alloc(&g->beats, sizeof(*g->beats)), "%s: hipMalloc for the heartbeat count", name);
-	SETUP_CHECK(host_alloc(&g->back, 2 * array), "%s: hipHostMalloc(0x%zx) for reading back", name, 2 * array);
-	SETUP_CHECK(host_alloc(&g->total_back, sizeof(*g->total_back)), "%s: hipHostMalloc for the total", name);
-	SETUP_CHECK(host_alloc(&g->blit_src, BLIT_BYTES), "%s: hipHostMalloc for the blits", name);
-	SETUP_CHECK(host_alloc(&g->blit_back, BLIT_BYTES), "%s: hipHostMalloc for the blits", name);
-	SETUP_CHECK(host_alloc(&g->beats_back, sizeof(*g->beats_back)), "%s: hipHostMalloc for the heartbeat", name);
+	HIP_SETUP_CHECK(dev_alloc(&g->x, array), "%s: hipMalloc(0x%zx) for x", name, array);
+	HIP_SETUP_CHECK(dev_alloc(&g->y, array), "%s: hipMalloc(0x%zx) for y", name, array);
+	HIP_SETUP_CHECK(dev_alloc(&g->total, sizeof(*g->total)), "%s: hipMalloc for the total", name);
+	HIP_SETUP_CHECK(dev_alloc(&g->blit_a, BLIT_BYTES), "%s: hipMalloc for blit buffer A", name);
+	HIP_SETUP_CHECK(dev_alloc(&g->blit_b, BLIT_BYTES), "%s: hipMalloc for blit buffer B", name);
+	HIP_SETUP_CHECK(dev_alloc(&g->beats, sizeof(*g->beats)), "%s: hipMalloc for the heartbeat count", name);
+	HIP_SETUP_CHECK(host_alloc(&g->back, 2 * array), "%s: hipHostMalloc(0x%zx) for reading back", name, 2 * array);
+	HIP_SETUP_CHECK(host_alloc(&g->total_back, sizeof(*g->total_back)), "%s: hipHostMalloc for the total", name);
+	HIP_SETUP_CHECK(host_alloc(&g->blit_src, BLIT_BYTES), "%s: hipHostMalloc for the blits", name);
+	HIP_SETUP_CHECK(host_alloc(&g->blit_back, BLIT_BYTES), "%s: hipHostMalloc for the blits", name);
+	HIP_SETUP_CHECK(host_alloc(&g->beats_back, sizeof(*g->beats_back)), "%s: hipHostMalloc for the heartbeat", name);
 
 	/* x and y from the pattern, uploaded; the host keeps its copy */
 	wl_fill(g->back, 2 * array, w->seed, 0x40000u + g->index);
 	memcpy(g->hx, g->back, array);
 	memcpy(g->hy, (uint8_t *)g->back + array, array);
-	SETUP_CHECK(hipMemcpyAsync(g->x, g->hx, array, hipMemcpyHostToDevice, g->work), "%s: x host->device", name);
-	SETUP_CHECK(hipMemcpyAsync(g->y, g->hy, array, hipMemcpyHostToDevice, g->work), "%s: y host->device", name);
-	SETUP_CHECK(hipMemsetAsync(g->beats, 0, sizeof(*g->beats), g->work), "%s: zeroing the heartbeat count", name);
-	SETUP_CHECK(hipStreamSynchronize(g->work), "%s: uploading x and y", name);
+	HIP_SETUP_CHECK(hipMemcpyAsync(g->x, g->hx, array, hipMemcpyHostToDevice, g->work), "%s: x host->device", name);
+	HIP_SETUP_CHECK(hipMemcpyAsync(g->y, g->hy, array, hipMemcpyHostToDevice, g->work), "%s: y host->device", name);
+	HIP_SETUP_CHECK(hipMemsetAsync(g->beats, 0, sizeof(*g->beats), g->work), "%s: zeroing the heartbeat count", name);
+	HIP_SETUP_CHECK(hipStreamSynchronize(g->work), "%s: uploading x and y", name);
 	return 0;
 }
 
@@ -855,7 +822,7 @@ static int setup(struct workload *w)
 		wl_err("HIP finds no device (%s)", hipGetErrorString(e));
 		return WL_EXIT_SKIP;
 	}
-	SETUP_CHECK(e, "hipGetDeviceCount");
+	HIP_SETUP_CHECK(e, "hipGetDeviceCount");
 	narrowed = getenv("ROCR_VISIBLE_DEVICES") || getenv("HIP_VISIBLE_DEVICES");
 	if (narrowed ? (unsigned int)w->devices < n_gpus : (unsigned int)w->devices != all_gpus) {
 		wl_err("hipGetDeviceCount: %d devices, the topology has %u GPU nodes (%u asked for)", w->devices,
@@ -982,14 +949,14 @@ static int illegal_child(struct workload *w, const struct illegal_kind *k)
 	ret = wl_pick_gpus(&w->opts, nodes, &n_gpus, &n_nodes);
 	if (ret)
 		return ret;
-	SETUP_CHECK(hipGetDeviceCount(&w->devices), "hipGetDeviceCount");
+	HIP_SETUP_CHECK(hipGetDeviceCount(&w->devices), "hipGetDeviceCount");
 	g->node = nodes[0];
 	w->n_gpus = 1;
 	ret = find_device(w, g, taken);
 	if (ret)
 		return ret;
-	SETUP_CHECK(hipSetDevice(g->dev), "hipSetDevice(%d)", g->dev);
-	SETUP_CHECK(hipMalloc((void **)&out, 64 * sizeof(float)), "hipMalloc");
+	HIP_SETUP_CHECK(hipSetDevice(g->dev), "hipSetDevice(%d)", g->dev);
+	HIP_SETUP_CHECK(hipMalloc((void **)&out, 64 * sizeof(float)), "hipMalloc");
 	printf("launching the %s kernel on HIP device %d (%s)\n", k->name, g->dev, g->arch);
 	fflush(stdout);
 	hipLaunchKernelGGL(k->kernel, dim3(1), dim3(64), 0, 0, out);
@@ -1092,20 +1059,6 @@ static int illegal_main(struct workload *w, const struct illegal_kind *k, const 
 
 /* ---- main ---------------------------------------------------------------------------------- */
 
-static unsigned int own_uint(const char *opt, const char *s, unsigned int min, unsigned int max)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (errno || end == s || *end || v < min || v > max) {
-		wl_err("%s: '%s' is not a number in %u..%u", opt, s, min, max);
-		exit(WL_EXIT_USAGE);
-	}
-	return (unsigned int)v;
-}
-
 /* This workload's own options, taken out of argv before the common ones are parsed. */
 static void own_options(int *argc, char **argv, struct workload *w, const struct illegal_kind **illegal,
 			const char **expect)
@@ -1118,10 +1071,10 @@ static void own_options(int *argc, char **argv, struct workload *w, const struct
 		const char *arg = argv[i];
 
 		if (!strcmp(arg, "--kernel-iters") && i + 1 < *argc) {
-			w->iters = own_uint(arg, argv[++i], 1, 1u << 30);
+			w->iters = wl_parse_uint(arg, argv[++i], 1, 1u << 30);
 		} else if (!strcmp(arg, "--kernel-kib") && i + 1 < *argc) {
 			/* 1 KiB is 256 words: one block of work-items */
-			w->kernel_kib = own_uint(arg, argv[++i], 1, 1u << 20);
+			w->kernel_kib = wl_parse_uint(arg, argv[++i], 1, 1u << 20);
 		} else if (!strcmp(arg, "--expect") && i + 1 < *argc) {
 			*expect = argv[++i];
 		} else if (!strncmp(arg, "--illegal-instruction", 21) && (!arg[21] || arg[21] == '=')) {

@@ -49,6 +49,8 @@
 
 #include <hip/hip_runtime_api.h>
 
+#include "hip_device.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -364,58 +366,12 @@ static void teardown(void *ctx)
 	free(w->scratch);
 }
 
-/* A HIP call at set-up failed: names the call with its values and HIP's error; WL_EXIT_SETUP. */
-static int setup_failed(hipError_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int setup_failed(hipError_t e, const char *fmt, ...)
-{
-	char what[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	wl_err("%s: %s", what, hipGetErrorString(e));
-	return WL_EXIT_SETUP;
-}
-
-#define SETUP_CHECK(call, ...)                                                                                         \
-	do {                                                                                                           \
-		hipError_t e_ = (call);                                                                                \
-		if (e_ != hipSuccess)                                                                                  \
-			return setup_failed(e_, __VA_ARGS__);                                                          \
-	} while (0)
-
-/*
- * The HIP device of GPU node @g: the one at the PCI domain, bus and device
- * the topology gives the node (KFD's location_id is bus << 8 | device << 3 |
- * function).  HIP numbers devices in ROCr's agent order, which need not be
- * the topology's.
- */
+/* The HIP device of GPU node @g (hip_device.h) */
 static int find_device(struct workload *w, struct gpu *g, const bool *taken)
 {
-	const unsigned int bus = g->node.location_id >> 8 & 0xff, slot = g->node.location_id >> 3 & 0x1f;
-	char seen[512] = "";
-	size_t at = 0;
+	const struct hip_device out = { &g->dev, g->pci, sizeof(g->pci), g->arch, sizeof(g->arch), g->name, sizeof(g->name) };
 
-	for (int d = 0; d < w->devices; d++) {
-		hipDeviceProp_t prop;
-
-		SETUP_CHECK(hipGetDeviceProperties(&prop, d), "hipGetDeviceProperties(%d)", d);
-		if (at < sizeof(seen))
-			at += (size_t)snprintf(seen + at, sizeof(seen) - at, "%s%d: %04x:%02x:%02x", d ? ", " : "", d,
-					       prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
-		if (taken[d] || (unsigned int)prop.pciDomainID != g->node.domain ||
-		    (unsigned int)prop.pciBusID != bus || (unsigned int)prop.pciDeviceID != slot)
-			continue;
-		g->dev = d;
-		snprintf(g->arch, sizeof(g->arch), "%s", prop.gcnArchName);
-		snprintf(g->name, sizeof(g->name), "%s", prop.name);
-		SETUP_CHECK(hipDeviceGetPCIBusId(g->pci, sizeof(g->pci), d), "hipDeviceGetPCIBusId(%d)", d);
-		return 0;
-	}
-	wl_err("GPU node %u (gpu_id 0x%x) is at PCI %04x:%02x:%02x; no HIP device is (%s)", g->node.node,
-	       g->node.gpu_id, g->node.domain, bus, slot, seen);
-	return WL_EXIT_SETUP;
+	return hip_find_device(&g->node, w->devices, taken, &out);
 }
 
 /* A GPU's content buffers: allocated, and filled with the pattern through host->device copies. */
@@ -436,7 +392,7 @@ static int setup_content(struct workload *w, struct gpu *g, unsigned int *next_b
 	gpu_name(g, name, sizeof(name));
 	for (unsigned int b = 0; b < g->n_bufs; b++) {
 		g->sizes[b] = wl_content_bo_size(&w->opts, g->index, b);
-		SETUP_CHECK(hipMalloc(&g->bufs[b], g->sizes[b]), "%s: hipMalloc(0x%" PRIx64 ") for buffer %u", name,
+		HIP_SETUP_CHECK(hipMalloc(&g->bufs[b], g->sizes[b]), "%s: hipMalloc(0x%" PRIx64 ") for buffer %u", name,
 			    g->sizes[b], g->first_bo + b);
 		/* verification reads each back into one buffer of the largest size */
 		if (g->sizes[b] > w->scratch_size) {
@@ -450,7 +406,7 @@ static int setup_content(struct workload *w, struct gpu *g, unsigned int *next_b
 		}
 		fill = w->scratch;
 		wl_fill(fill, g->sizes[b], w->seed, g->first_bo + b);
-		SETUP_CHECK(upload(g, g->bufs[b], fill, g->sizes[b]),
+		HIP_SETUP_CHECK(upload(g, g->bufs[b], fill, g->sizes[b]),
 			    "%s: hipMemcpyAsync host->device on the upload stream of buffer %u (%p, 0x%" PRIx64
 			    " bytes)",
 			    name, g->first_bo + b, g->bufs[b], g->sizes[b]);
@@ -463,22 +419,22 @@ static int setup_gpu(struct workload *w, struct gpu *g, unsigned int *next_bo)
 	char name[128];
 	int ret;
 
-	SETUP_CHECK(hipSetDevice(g->dev), "hipSetDevice(%d) for GPU node %u", g->dev, g->node.node);
+	HIP_SETUP_CHECK(hipSetDevice(g->dev), "hipSetDevice(%d) for GPU node %u", g->dev, g->node.node);
 	gpu_name(g, name, sizeof(name));
-	SETUP_CHECK(hipStreamCreateWithFlags(&g->upload, hipStreamNonBlocking),
+	HIP_SETUP_CHECK(hipStreamCreateWithFlags(&g->upload, hipStreamNonBlocking),
 		    "%s: hipStreamCreateWithFlags for the upload stream", name);
-	SETUP_CHECK(hipStreamCreateWithFlags(&g->readback, hipStreamNonBlocking),
+	HIP_SETUP_CHECK(hipStreamCreateWithFlags(&g->readback, hipStreamNonBlocking),
 		    "%s: hipStreamCreateWithFlags for the readback stream", name);
 	ret = setup_content(w, g, next_bo);
 	if (ret)
 		return ret;
-	SETUP_CHECK(hipHostMalloc(&g->pinned, PINNED_BYTES, hipHostMallocDefault), "%s: hipHostMalloc(0x%x)", name,
+	HIP_SETUP_CHECK(hipHostMalloc(&g->pinned, PINNED_BYTES, hipHostMallocDefault), "%s: hipHostMalloc(0x%x)", name,
 		    PINNED_BYTES);
 	wl_fill(g->pinned, PINNED_BYTES, w->seed, PINNED_BO(g->index));
-	SETUP_CHECK(hipMalloc(&g->round_dev, ROUND_MAX), "%s: hipMalloc(0x%x) for the round trips", name, ROUND_MAX);
-	SETUP_CHECK(hipHostMalloc(&g->round_src, ROUND_MAX, hipHostMallocDefault),
+	HIP_SETUP_CHECK(hipMalloc(&g->round_dev, ROUND_MAX), "%s: hipMalloc(0x%x) for the round trips", name, ROUND_MAX);
+	HIP_SETUP_CHECK(hipHostMalloc(&g->round_src, ROUND_MAX, hipHostMallocDefault),
 		    "%s: hipHostMalloc(0x%x) for the round trips", name, ROUND_MAX);
-	SETUP_CHECK(hipHostMalloc(&g->round_back, ROUND_MAX, hipHostMallocDefault),
+	HIP_SETUP_CHECK(hipHostMalloc(&g->round_back, ROUND_MAX, hipHostMallocDefault),
 		    "%s: hipHostMalloc(0x%x) for the round trips", name, ROUND_MAX);
 	return 0;
 }
@@ -501,7 +457,7 @@ static int setup(struct workload *w)
 		wl_err("HIP finds no device (%s)", hipGetErrorString(e));
 		return WL_EXIT_SKIP;
 	}
-	SETUP_CHECK(e, "hipGetDeviceCount");
+	HIP_SETUP_CHECK(e, "hipGetDeviceCount");
 	/*
 	 * Every GPU node, unless the job narrowed what the runtime sees (ROCR_VISIBLE_DEVICES, as a
 	 * job of one process per GPU sets it): then at least the GPUs asked for, each found below by

@@ -43,6 +43,8 @@ struct wl_opts {
 
 /* parse the common options; exits with WL_EXIT_USAGE on a bad command line */
 void wl_parse_opts(int argc, char **argv, struct wl_opts *o);
+/* A workload's own number option: @s as an integer in min..max, or exit(WL_EXIT_USAGE) naming @opt */
+unsigned int wl_parse_uint(const char *opt, const char *s, unsigned int min, unsigned int max);
 
 extern const char *wl_prog;
 

@@ -73,7 +73,7 @@ static void usage(FILE *to)
 		wl_prog, WL_DEFAULT_VRAM_MB, WL_DEFAULT_BO_MB, WL_DEFAULT_HB_TIMEOUT_MS, WL_DEFAULT_REWRITE_PCT);
 }
 
-static unsigned int parse_uint(const char *opt, const char *s, unsigned int min, unsigned int max)
+unsigned int wl_parse_uint(const char *opt, const char *s, unsigned int min, unsigned int max)
 {
 	unsigned long v;
 	char *end;
@@ -103,7 +103,7 @@ static void parse_vram_list(const char *s, unsigned int *out)
 			wl_err("--vram-mb: more than %d values", WL_MAX_GPUS);
 			exit(WL_EXIT_USAGE);
 		}
-		out[i++] = parse_uint("--vram-mb", tok, 1, 1 << 20);
+		out[i++] = wl_parse_uint("--vram-mb", tok, 1, 1 << 20);
 	}
 	if (!i) {
 		wl_err("--vram-mb: '%s' has no value", s);
@@ -145,13 +145,13 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'g':
-			o->gpus = parse_uint("--gpus", optarg, 1, WL_MAX_GPUS);
+			o->gpus = wl_parse_uint("--gpus", optarg, 1, WL_MAX_GPUS);
 			break;
 		case 'm':
 			parse_vram_list(optarg, o->vram_mb);
 			break;
 		case 'b':
-			o->bo_mb = parse_uint("--bo-mb", optarg, 1, 1 << 20);
+			o->bo_mb = wl_parse_uint("--bo-mb", optarg, 1, 1 << 20);
 			break;
 		case 'r':
 			o->render_first = true;
@@ -161,22 +161,22 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 
 			if (run)
 				*run++ = '\0';
-			wl_zero_pct = parse_uint("--zeros", optarg, 0, 100);
+			wl_zero_pct = wl_parse_uint("--zeros", optarg, 0, 100);
 			if (run)
-				wl_zero_run = (uint64_t)parse_uint("--zeros", run, 4, 1 << 20) << 10;
+				wl_zero_run = (uint64_t)wl_parse_uint("--zeros", run, 4, 1 << 20) << 10;
 			break;
 		}
 		case 'w':
-			o->rewrite_pct = parse_uint("--rewrite-pct", optarg, 0, 100);
+			o->rewrite_pct = wl_parse_uint("--rewrite-pct", optarg, 0, 100);
 			break;
 		case 'H':
-			o->host_mb = parse_uint("--host-mb", optarg, 0, 1 << 20);
+			o->host_mb = wl_parse_uint("--host-mb", optarg, 0, 1 << 20);
 			break;
 		case 's':
 			o->state = optarg;
 			break;
 		case 't':
-			o->hb_timeout_ms = parse_uint("--hb-timeout-ms", optarg, 10, 600000);
+			o->hb_timeout_ms = wl_parse_uint("--hb-timeout-ms", optarg, 10, 600000);
 			break;
 		case 'h':
 			usage(stdout);

@@ -592,51 +592,47 @@ bool emu_aql_queues_run(struct emu_process *p)
 }
 
 /*
+ * A queue whose dispatch cannot keep or get back its waves faults, as a context
+ * save or restore the GPU cannot carry out does: the queue error, and the
+ * dispatch is gone.
+ */
+static void emu_aql_dispatch_lost(struct emu_process *p, struct emu_queue *q, const char *why)
+{
+	struct emu_aql_pass a = {
+		.x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm, .p = p },
+		.p = p, .q = q, .amd_queue = q->rptr - AMD_QUEUE_READ_DISPATCH_ID,
+	};
+
+	emu_aql_queue_error(&a, why, q->ctx_save_addr, AQL_ERROR_MEMORY_VIOLATION);
+	emu_dispatch_free(q->dispatch);
+	q->dispatch = NULL;
+}
+
+/*
  * The process's queues stop (KFD evicts them, CRIU pauses them): each
- * dispatch in flight saves its waves as CWSR does (emu_dispatch_preempt).  A
- * queue that cannot save them faults, as a context save the GPU cannot write
- * does.  Caller holds p->lock.
+ * dispatch in flight saves its waves as CWSR does (emu_dispatch_preempt).
+ * Caller holds p->lock.
  */
 void emu_aql_queues_preempt(struct emu_process *p)
 {
 	struct emu_queue *q;
 	const char *why = NULL;
 
-	list_for_each_entry(q, &p->queues, link) {
-		struct emu_aql_pass a = {
-			.x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm, .p = p },
-			.p = p, .q = q, .amd_queue = q->rptr - AMD_QUEUE_READ_DISPATCH_ID,
-		};
-
-		if (!q->dispatch || !emu_dispatch_preempt(q, &why))
-			continue;
-		emu_aql_queue_error(&a, why, q->ctx_save_addr, AQL_ERROR_MEMORY_VIOLATION);
-		emu_dispatch_free(q->dispatch);
-		q->dispatch = NULL;
-	}
+	list_for_each_entry(q, &p->queues, link)
+		if (q->dispatch && emu_dispatch_preempt(q, &why))
+			emu_aql_dispatch_lost(p, q, why);
 }
 
 /*
  * They run again: the waves come back from the save areas, a restored
- * queue's dispatch from its MQD first.  A queue whose saved waves cannot be
- * read back faults instead of running something else.  Caller holds
- * p->lock.
+ * queue's dispatch from its MQD first.  Caller holds p->lock.
  */
 void emu_aql_queues_resume(struct emu_process *p)
 {
 	struct emu_queue *q;
 	const char *why = NULL;
 
-	list_for_each_entry(q, &p->queues, link) {
-		struct emu_aql_pass a = {
-			.x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm, .p = p },
-			.p = p, .q = q, .amd_queue = q->rptr - AMD_QUEUE_READ_DISPATCH_ID,
-		};
-
-		if (q->type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL || q->fault || !emu_dispatch_resume(q, &why))
-			continue;
-		emu_aql_queue_error(&a, why, q->ctx_save_addr, AQL_ERROR_MEMORY_VIOLATION);
-		emu_dispatch_free(q->dispatch);
-		q->dispatch = NULL;
-	}
+	list_for_each_entry(q, &p->queues, link)
+		if (q->type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL && !q->fault && emu_dispatch_resume(q, &why))
+			emu_aql_dispatch_lost(p, q, why);
 }

@@ -180,8 +180,7 @@ struct emu_dispatch {
 	u32 groups[3];
 	u64 total_groups;
 	u64 next_group;			/* linear index of the next workgroup to start */
-	/* the workgroup in flight (group < next_group), if nwaves */
-	u64 group;
+	/* the waves of the workgroup in flight, next_group - 1 */
 	u32 nwaves;
 	struct emu_wave waves[EMU_MAX_WG_WAVES];
 	u32 (*vgprs)[EMU_WAVE_LANES];	/* every wave's registers, one block */
@@ -371,6 +370,14 @@ static void emu_dispatch_sgprs(struct emu_dispatch *d, struct emu_wave *w, const
 		w->sgpr[n++] = 0;
 }
 
+/* The x, y, z ids of the workgroup of linear index @g (x fastest) */
+static void emu_dispatch_group_id(const struct emu_dispatch *d, u64 g, u32 id[3])
+{
+	id[0] = g % d->groups[0];
+	id[1] = (g / d->groups[0]) % d->groups[1];
+	id[2] = g / ((u64)d->groups[0] * d->groups[1]);
+}
+
 /* Start workgroup d->next_group: its waves, registers preloaded, and a zeroed LDS */
 static int emu_dispatch_start_group(struct emu_dispatch *d, struct emu_sdma_ctx *x, enum emu_isa_target isa)
 {
@@ -381,13 +388,10 @@ static int emu_dispatch_start_group(struct emu_dispatch *d, struct emu_sdma_ctx 
 	    emu_sdma_access(x, d->amd_queue + AMD_QUEUE_SCRATCH_RESOURCE, scratch_rsrc, sizeof(scratch_rsrc),
 			    false, 0))
 		return -EFAULT;
-	id[0] = g % d->groups[0];
-	id[1] = (g / d->groups[0]) % d->groups[1];
-	id[2] = g / ((u64)d->groups[0] * d->groups[1]);
+	emu_dispatch_group_id(d, g, id);
 	for (i = 0; i < 3; i++)
 		size[i] = min(d->wg_size[i], d->grid[i] - id[i] * d->wg_size[i]);
 	items = size[0] * size[1] * size[2];
-	d->group = g;
 	d->nwaves = DIV_ROUND_UP(items, EMU_WAVE_LANES);
 	if (d->lds)
 		memset(d->lds, 0, d->lds_bytes);
@@ -528,7 +532,6 @@ struct emu_dispatch_record {
 	u64 amd_queue;
 	u64 start_ts;
 	u64 next_group;
-	u64 group;
 	u64 retired;
 	u32 cntl_stack_offset;		/* the control stack and wave area CWSR filled */
 	u32 wg_state_offset;
@@ -557,7 +560,6 @@ void emu_dispatch_save_record(const struct emu_dispatch *d, void *buf)
 	r->amd_queue = d->amd_queue;
 	r->start_ts = d->start_ts;
 	r->next_group = d->next_group;
-	r->group = d->group;
 	r->retired = d->retired;
 }
 
@@ -579,13 +581,12 @@ static struct emu_dispatch *emu_dispatch_from_record(struct emu_queue *q, const 
 	if (IS_ERR(d))
 		return d;
 	if (r->next_group > d->total_groups || r->nwaves > d->waves_max ||
-	    (r->nwaves && (!r->next_group || r->group != r->next_group - 1))) {
+	    (r->nwaves && !r->next_group)) {
 		*why = "MQD: dispatch progress out of its grid";
 		emu_dispatch_free(d);
 		return ERR_PTR(-EINVAL);
 	}
 	d->next_group = r->next_group;
-	d->group = r->group;
 	d->start_ts = r->start_ts;
 	d->retired = r->retired;
 	d->preempted = true;
@@ -646,9 +647,7 @@ int emu_dispatch_preempt(struct emu_queue *q, const char **why)
 	if (ret)
 		return ret;
 	group = (struct emu_cwsr_group){ .first_wave = 0, .n_waves = n, .lds = d->lds, .lds_size = d->lds_alloc };
-	group.id[0] = d->group % d->groups[0];
-	group.id[1] = (d->group / d->groups[0]) % d->groups[1];
-	group.id[2] = d->group / ((u64)d->groups[0] * d->groups[1]);
+	emu_dispatch_group_id(d, d->next_group - 1, group.id);
 	*why = "the waves do not fit the context save area";
 	ret = emu_cwsr_encode_size(&area, d->waves, n, &group, 1, &bytes);
 	if (ret)
@@ -666,7 +665,7 @@ int emu_dispatch_preempt(struct emu_queue *q, const char **why)
 	d->saved_waves = n;
 	d->nwaves = 0;
 	pr_info(EMU_NAME ": [cwsr] queue %u (GPU %u): dispatch %llu preempted in workgroup %llu of %llu, %u waves saved (%u bytes)\n",
-		q->id, q->pdd->gpu->index, d->dispatch_id, d->group + 1, d->total_groups, n, bytes);
+		q->id, q->pdd->gpu->index, d->dispatch_id, d->next_group, d->total_groups, n, bytes);
 	return 0;
 }
 
@@ -716,7 +715,7 @@ static int emu_dispatch_restore_waves(struct emu_queue *q, struct emu_dispatch *
 	d->saved_waves = 0;
 	emu_cwsr_state_empty(area, &d->cwsr);
 	pr_info(EMU_NAME ": [cwsr] queue %u (GPU %u): dispatch %llu resumed in workgroup %llu of %llu, %u waves restored\n",
-		q->id, q->pdd->gpu->index, d->dispatch_id, d->group + 1, d->total_groups, n_waves);
+		q->id, q->pdd->gpu->index, d->dispatch_id, d->next_group, d->total_groups, n_waves);
 	return 0;
 }
 

@@ -89,15 +89,21 @@ emu_dispatches() {
 	' "$EMU_DEBUGFS/processes" | sort -u
 }
 
+# wait_long_kernels_early <tag>: until the long kernel is early in flight on both GPUs, seen twice
+# half a second apart (a state that holds that long is not one caught in passing); then the
+# queues' dispatches, as the dump will find them
+wait_long_kernels_early() {
+	wait_for "long_kernels_early $pid && sleep 0.5 && long_kernels_early $pid" 120 ||
+		log "$1: the long kernel was not early in flight on both GPUs at once within 120 s; dumping anyway"
+	emu_dispatches "$pid"
+}
+
 # dump_in_flight <tag> <what> [criu options]: wait for the long kernel in flight on both GPUs,
 # dump, check the preemptions
 dump_in_flight() {
 	local tag=$1 what=$2 mark
 	shift 2
-	# twice, half a second apart: a state that holds that long is not one caught in passing
-	wait_for "long_kernels_early $pid && sleep 0.5 && long_kernels_early $pid" 120 ||
-		log "$tag: the long kernel was not early in flight on both GPUs at once within 120 s; dumping anyway"
-	emu_dispatches "$pid"
+	wait_long_kernels_early "$tag"
 	# what the restore must give back, taken as late as can be (HIP makes events as it goes)
 	task_snapshot "$pid" "$RESULTS_DIR/hip_kernel.dumped"
 	mark="e2e 65: $tag $what $(date +%s%N)"
@@ -165,9 +171,7 @@ one_userland() {
 # What a failed dump owes the task: it runs on, its kernels finish right.
 tap_dump_fails_runs_on() {
 	local tag=$1 mark
-	wait_for "long_kernels_early $pid && sleep 0.5 && long_kernels_early $pid" 120 ||
-		log "$tag: the long kernel was not early in flight on both GPUs at once within 120 s; dumping anyway"
-	emu_dispatches "$pid"
+	wait_long_kernels_early "$tag"
 	mark="e2e 65: $tag refused dump $(date +%s%N)"
 	dmesg_mark "$mark"
 	if wl_dump "$pid" "$img"; then
