@@ -101,6 +101,8 @@
 
 /* ---- models and GPUs ------------------------------------------------- */
 
+#define EMU_VENDOR_AMD		0x1002	/* PCI vendor id */
+
 struct emu_cache {
 	u32 level;
 	u32 size_kb;
@@ -467,6 +469,7 @@ struct emu_queue {
 	u64 aql_instructions;		/* wave instructions of its finished dispatches */
 	struct emu_dispatch *dispatch;	/* the kernel dispatch in flight (emu_dispatch.c) */
 	const char *fault;		/* stopped for good */
+	bool dbg_suspended;		/* by a debugger: DBG_TRAP SUSPEND_QUEUES (emu_debug.c) */
 	u64 fault_va;
 	u32 mqd_size;
 	void *mqd;
@@ -511,10 +514,13 @@ struct emu_process {
 	struct emu_pdd pdds[EMU_MAX_GPUS];
 
 	bool xnack;
-	/* RUNTIME_ENABLE (KFD 1.13): ROCr's runtime announced itself; nobody debugs */
+	/* RUNTIME_ENABLE (KFD 1.13): ROCr's runtime announced itself */
 	bool runtime_enabled;
 	bool runtime_ttmp_setup;
 	u64 runtime_r_debug;
+	/* DBG_TRAP ENABLE (KFD 1.13): a debug session on this process; under emu_dbg_lock */
+	struct file *dbg_ev_file;
+	const struct emu_process *debugger;	/* compared, never followed */
 	bool queues_paused;		/* CRIU PROCESS_INFO .. UNPAUSE */
 	bool restore_pending;		/* CRIU RESTORE .. RESUME */
 	unsigned int evict_count;
@@ -553,6 +559,15 @@ extern const struct file_operations emu_kfd_fops;
 int emu_kfd_init(void);
 void emu_kfd_fini(void);
 struct emu_process *emu_process_get_by_mm(struct mm_struct *mm);
+/* DBG_TRAP's debug sessions (emu_debug.c); the fields they use are under emu_dbg_lock */
+extern spinlock_t emu_dbg_lock;
+struct file *emu_dbg_trap_end(struct emu_process *target);
+void emu_dbg_trap_release(struct emu_process *p);
+u32 emu_gpu_capability(const struct emu_gpu *gpu);
+#if EMU_KFD_MINOR_VERSION >= 13
+int emu_ioctl_dbg_trap(struct file *filp, struct emu_process *p, void *data);
+u64 emu_gpu_debug_prop(const struct emu_gpu *gpu);
+#endif
 void emu_process_put(struct emu_process *p);
 struct emu_pdd *emu_pdd_by_user_id(struct emu_process *p, u32 user_gpu_id);
 struct emu_pdd *emu_pdd_by_gpu(struct emu_process *p, struct emu_gpu *gpu);
@@ -604,6 +619,8 @@ bool emu_queue_is_active(struct emu_queue *q);
 bool emu_sdma_queues_run(struct emu_process *p);
 u64 emu_sdma_queue_pending(struct emu_queue *q);
 bool emu_aql_queues_run(struct emu_process *p);
+void emu_aql_queue_preempt(struct emu_process *p, struct emu_queue *q);
+void emu_aql_queue_resume(struct emu_process *p, struct emu_queue *q);
 
 /* the dispatcher (emu_dispatch.c) */
 struct emu_dispatch;

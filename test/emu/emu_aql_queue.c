@@ -616,11 +616,18 @@ static void emu_aql_dispatch_lost(struct emu_process *p, struct emu_queue *q, co
 void emu_aql_queues_preempt(struct emu_process *p)
 {
 	struct emu_queue *q;
-	const char *why = NULL;
 
 	list_for_each_entry(q, &p->queues, link)
-		if (q->dispatch && emu_dispatch_preempt(q, &why))
-			emu_aql_dispatch_lost(p, q, why);
+		emu_aql_queue_preempt(p, q);
+}
+
+/* One queue stops (a debugger suspends it): the same for its dispatch alone. */
+void emu_aql_queue_preempt(struct emu_process *p, struct emu_queue *q)
+{
+	const char *why = NULL;
+
+	if (q->dispatch && emu_dispatch_preempt(q, &why))
+		emu_aql_dispatch_lost(p, q, why);
 }
 
 /*
@@ -630,9 +637,17 @@ void emu_aql_queues_preempt(struct emu_process *p)
 void emu_aql_queues_resume(struct emu_process *p)
 {
 	struct emu_queue *q;
-	const char *why = NULL;
 
 	list_for_each_entry(q, &p->queues, link)
-		if (q->type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL && !q->fault && emu_dispatch_resume(q, &why))
-			emu_aql_dispatch_lost(p, q, why);
+		emu_aql_queue_resume(p, q);
+}
+
+/* One queue runs again, unless a debugger holds it suspended. Caller holds p->lock. */
+void emu_aql_queue_resume(struct emu_process *p, struct emu_queue *q)
+{
+	const char *why = NULL;
+
+	if (q->type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL && !q->fault && !q->dbg_suspended &&
+	    emu_dispatch_resume(q, &why))
+		emu_aql_dispatch_lost(p, q, why);
 }

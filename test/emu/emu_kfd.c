@@ -177,6 +177,7 @@ void emu_process_teardown(struct emu_process *p)
 		emu_context_teardown(p);
 #endif
 		emu_process_reset(p);
+		emu_dbg_trap_release(p);
 		p->torn_down = true;
 	}
 	mutex_unlock(&p->lock);
@@ -295,6 +296,7 @@ static void emu_mn_release(struct mmu_notifier *mn, struct mm_struct *mm)
 		emu_context_teardown(p);
 #endif
 		emu_process_reset(p);
+		emu_dbg_trap_release(p);
 		p->torn_down = true;
 	}
 	mutex_unlock(&p->lock);
@@ -726,6 +728,50 @@ static int emu_ioctl_set_xnack_mode(struct file *filp, struct emu_process *p, vo
 	return ret;
 }
 
+/*
+ * The end of debug sessions (emu_debug.c): a process that goes ends the session on it and those
+ * it holds on other processes, as the kernel's process teardown does.
+ */
+/* Ends @target's debug session, if it has one; the file goes after the lock. */
+struct file *emu_dbg_trap_end(struct emu_process *target)
+{
+	struct file *f;
+
+	spin_lock(&emu_dbg_lock);
+	f = target->dbg_ev_file;
+	target->dbg_ev_file = NULL;
+	target->debugger = NULL;
+	spin_unlock(&emu_dbg_lock);
+	return f;
+}
+
+/* @p goes: its own session ends, and those it holds on other processes */
+void emu_dbg_trap_release(struct emu_process *p)
+{
+	struct file *ended[8];
+	unsigned int n, i;
+	struct emu_process *s;
+
+	if ((ended[0] = emu_dbg_trap_end(p)))
+		fput(ended[0]);
+	do {
+		n = 0;
+		spin_lock(&emu_list_lock);
+		spin_lock(&emu_dbg_lock);
+		list_for_each_entry(s, &emu_processes, link) {
+			if (s->debugger != p || n == ARRAY_SIZE(ended))
+				continue;
+			ended[n++] = s->dbg_ev_file;
+			s->dbg_ev_file = NULL;
+			s->debugger = NULL;
+		}
+		spin_unlock(&emu_dbg_lock);
+		spin_unlock(&emu_list_lock);
+		for (i = 0; i < n; i++)
+			fput(ended[i]);
+	} while (n == ARRAY_SIZE(ended));
+}
+
 #if EMU_KFD_MINOR_VERSION >= 13
 /*
  * RUNTIME_ENABLE, as 6.5 (KFD 1.13) to 6.15 do it for a process nobody debugs: enabling
@@ -761,58 +807,6 @@ static int emu_ioctl_runtime_enable(struct file *filp, struct emu_process *p, vo
 	return ret;
 }
 
-/*
- * DBG_TRAP, as far as the kernel (6.5 to 6.15) goes for a process nobody debugs: the target
- * pid must name a live task with an mm (-ESRCH) that has a KFD process (-ESRCH); another
- * process than the caller must be ptrace-attached to the caller (-EPERM, DISABLE exempt);
- * every operation but ENABLE needs a debug session (-EINVAL), and there never is one. The
- * emulated GPUs execute no shaders, so there is nothing to debug: ENABLE is refused as the
- * kernel refuses it for a device that cannot be debugged (-ENODEV).
- */
-static int emu_ioctl_dbg_trap(struct file *filp, struct emu_process *p, void *data)
-{
-	struct kfd_ioctl_dbg_trap_args *args = data;
-	struct emu_process *target = NULL;
-	struct task_struct *thread = NULL;
-	struct mm_struct *mm = NULL;
-	struct pid *pid;
-	int ret = 0;
-
-	/* KFD 1.19 (7.3): a secondary context cannot debug, nor be debugged */
-	if (emu_process_is_secondary(p))
-		return -EOPNOTSUPP;
-	pid = find_get_pid(args->pid);
-	if (!pid)
-		return -ESRCH;
-	thread = get_pid_task(pid, PIDTYPE_PID);
-	if (thread)
-		mm = get_task_mm(thread);
-	if (mm)
-		target = emu_process_get_by_mm(mm);
-	if (!target) {
-		ret = -ESRCH;
-		goto out;
-	}
-
-	rcu_read_lock();
-	if (target != p && args->op != KFD_IOC_DBG_TRAP_DISABLE &&
-	    ptrace_parent(target->lead_thread) != current)
-		ret = -EPERM;
-	rcu_read_unlock();
-	if (ret)
-		goto out;
-
-	ret = args->op == KFD_IOC_DBG_TRAP_ENABLE ? -ENODEV : -EINVAL;
-out:
-	if (target)
-		emu_process_put(target);
-	if (mm)
-		mmput(mm);
-	if (thread)
-		put_task_struct(thread);
-	put_pid(pid);
-	return ret;
-}
 #endif
 
 /* ---- dispatch ----------------------------------------------------------- */

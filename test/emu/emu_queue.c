@@ -102,7 +102,7 @@ void emu_queue_load_mqd(struct emu_queue *q)
 
 bool emu_queue_is_active(struct emu_queue *q)
 {
-	return q->ring_size && q->ring_base && q->percentage;
+	return q->ring_size && q->ring_base && q->percentage && !q->dbg_suspended;
 }
 
 struct emu_queue *emu_queue_find(struct emu_process *p, u32 id)

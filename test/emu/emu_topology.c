@@ -17,7 +17,6 @@
 #include <linux/kfd_sysfs.h>
 #include "emu.h"
 
-#define EMU_VENDOR_AMD		0x1002
 #define EMU_CPU_CLK_MHZ		2400
 #define EMU_IOLINK_TYPE_PCIE	2
 #define EMU_IOLINK_TYPE_XGMI	11
@@ -101,7 +100,7 @@ static u32 gpu_simd_id_base(struct emu_gpu *gpu)
  * from firmware 60, gfx90a from 51, later parts always. ROCr's runtime calls RUNTIME_ENABLE only
  * when every GPU says its firmware can. The SRAM ECC bit moved then, its old place left 0.
  */
-static u32 emu_gpu_capability(const struct emu_gpu *gpu)
+u32 emu_gpu_capability(const struct emu_gpu *gpu)
 {
 	u32 cap = gpu->model->capability;
 #if EMU_KFD_MINOR_VERSION >= 13
@@ -126,7 +125,7 @@ static u32 emu_gpu_capability(const struct emu_gpu *gpu)
 
 #if EMU_KFD_MINOR_VERSION >= 13
 /* watch-point address mask bits of gfx9 (lowest bit 6, highest 29; 30 on gfx942) */
-static u64 emu_gpu_debug_prop(const struct emu_gpu *gpu)
+u64 emu_gpu_debug_prop(const struct emu_gpu *gpu)
 {
 	u32 hi = gpu->model->gfx_target_version >= 90402 ? 30 : 29;
 

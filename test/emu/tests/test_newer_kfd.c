@@ -218,6 +218,99 @@ static void runtime_child(struct ctx *ctx, void *unused)
 	_exit(0);
 }
 
+/*
+ * A debug session on the process itself, as ROCm's runtime opens one for a GPU core dump (and
+ * criu's plugin, the task's ptracer, on a task it checkpoints): the runtime info comes out, a
+ * second session is refused, the snapshots list the GPUs and the queue, a queue is suspended and
+ * resumed by id (an unknown id comes back marked), and DISABLE ends it. Exit codes name the step.
+ */
+static void session_child(struct ctx *ctx, void *unused)
+{
+	const uint32_t on = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK;
+	const struct gpu *g = &ctx->gpu[0];
+	struct kfd_ioctl_dbg_trap_args a;
+	struct kfd_runtime_info info = { 0 };
+	struct kfd_dbg_device_info_entry dev[8];
+	struct kfd_queue_snapshot_entry qs[4];
+	struct kfd_ioctl_create_queue_args q;
+	struct queue_mem qm;
+	static uint64_t rptr;
+	uint32_t caps = 0, ids[2];
+	int kfd = open_kfd(), rfd = open_render(g), events[2];
+
+	(void)unused;
+	if (kfd < 0 || rfd < 0 || acquire_vm(kfd, rfd, g->id) || pipe(events))
+		_exit(2);
+	if (runtime_enable(kfd, on, 0x7f0000003000ULL, &caps))
+		_exit(3);
+	if (queue_mem_init(&qm))
+		_exit(4);
+	queue_args_init(&q, g->id, &qm, &rptr);
+	if (kfd_ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, &q))
+		_exit(5);
+
+	memset(&a, 0, sizeof(a));
+	a.pid = getpid();
+	a.op = KFD_IOC_DBG_TRAP_ENABLE;
+	a.enable.rinfo_ptr = (uint64_t)(uintptr_t)&info;
+	a.enable.rinfo_size = sizeof(info);
+	a.enable.dbg_fd = events[1];
+	if (kfd_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &a) || a.enable.rinfo_size != sizeof(info))
+		_exit(6);
+	if (info.runtime_state != DEBUG_RUNTIME_STATE_ENABLED || info.r_debug != 0x7f0000003000ULL)
+		_exit(7);	/* what the runtime registered */
+	if (kfd_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &a) != -EALREADY)
+		_exit(8);
+
+	memset(&a, 0, sizeof(a));
+	a.pid = getpid();
+	a.op = KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT;
+	a.device_snapshot.snapshot_buf_ptr = (uint64_t)(uintptr_t)dev;
+	a.device_snapshot.num_devices = 8;
+	a.device_snapshot.entry_size = sizeof(dev[0]);
+	if (kfd_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &a) || a.device_snapshot.num_devices != ctx->n_gpus ||
+	    a.device_snapshot.entry_size != sizeof(dev[0]) || dev[0].gpu_id != g->id || dev[0].vendor_id != 0x1002)
+		_exit(9);
+
+	memset(&a, 0, sizeof(a));
+	a.pid = getpid();
+	a.op = KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT;
+	a.queue_snapshot.entry_size = sizeof(qs[0]);
+	if (kfd_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &a) || a.queue_snapshot.num_queues != 1)
+		_exit(10);	/* how many there are, with no room given */
+	a.queue_snapshot.snapshot_buf_ptr = (uint64_t)(uintptr_t)qs;
+	a.queue_snapshot.num_queues = 4;
+	if (kfd_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &a) || a.queue_snapshot.num_queues != 1 ||
+	    qs[0].queue_id != q.queue_id || qs[0].gpu_id != g->id || qs[0].ring_size != q.ring_size)
+		_exit(11);
+
+	ids[0] = q.queue_id;
+	ids[1] = q.queue_id + 100;
+	memset(&a, 0, sizeof(a));
+	a.pid = getpid();
+	a.op = KFD_IOC_DBG_TRAP_SUSPEND_QUEUES;
+	a.suspend_queues.queue_array_ptr = (uint64_t)(uintptr_t)ids;
+	a.suspend_queues.num_queues = 2;
+	if (kfd_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &a) != 1 || ids[0] != q.queue_id ||
+	    !(ids[1] & KFD_DBG_QUEUE_INVALID_MASK))
+		_exit(12);	/* one suspended, the unknown id marked */
+	ids[1] = q.queue_id;
+	memset(&a, 0, sizeof(a));
+	a.pid = getpid();
+	a.op = KFD_IOC_DBG_TRAP_RESUME_QUEUES;
+	a.resume_queues.queue_array_ptr = (uint64_t)(uintptr_t)ids;
+	a.resume_queues.num_queues = 1;
+	if (kfd_ioctl(kfd, AMDKFD_IOC_DBG_TRAP, &a) != 1)
+		_exit(13);
+
+	if (dbg_trap(kfd, getpid(), KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_MODE) != -EOPNOTSUPP)
+		_exit(14);	/* beyond what the emulator does */
+	if (dbg_trap(kfd, getpid(), KFD_IOC_DBG_TRAP_DISABLE) ||
+	    dbg_trap(kfd, getpid(), KFD_IOC_DBG_TRAP_DISABLE) != -EINVAL)
+		_exit(15);	/* closed; a second DISABLE finds no session */
+	_exit(0);
+}
+
 static bool node_capability(const struct gpu *g, uint32_t *cap)
 {
 	char path[128], line[128];
@@ -239,7 +332,7 @@ static bool node_capability(const struct gpu *g, uint32_t *cap)
 	return found;
 }
 
-/* 6.5 (KFD 1.13): RUNTIME_ENABLE and DBG_TRAP for a process nobody debugs. */
+/* 6.5 (KFD 1.13): RUNTIME_ENABLE, and DBG_TRAP without and with a debug session. */
 static void runtime(struct ctx *ctx)
 {
 	uint32_t cap = 0;
@@ -255,6 +348,10 @@ static void runtime(struct ctx *ctx)
 	tap_ok(wait_child(run_child("RUNTIME_ENABLE", runtime_child, ctx, NULL), "RUNTIME_ENABLE"),
 	       "RUNTIME_ENABLE: enable, EBUSY twice, disable always, EEXIST after queues; "
 	       "DBG_TRAP: EINVAL undebugged, EPERM untraced, ESRCH no such pid (6.5)");
+	tap_ok(wait_child(run_child("DBG_TRAP session", session_child, ctx, NULL), "DBG_TRAP session"),
+	       "DBG_TRAP on itself: ENABLE gives the registered runtime info, EALREADY for a second; "
+	       "device and queue snapshots; a queue suspended and resumed by id, an unknown id marked; "
+	       "DISABLE ends it (6.5)");
 }
 
 /*
