@@ -84,6 +84,7 @@ void DumpSession::check_kfd_version()
 		fail(-EPROTONOSUPPORT, "KFD ioctl interface %u.%u cannot checkpoint: %u.%u or newer is needed", v.major,
 		     v.minor, kfd::kMinMajor, kfd::kMinMinor);
 	pr_info("KFD ioctl interface %u.%u", v.major, v.minor);
+	kfd_version_ = v;
 	version_checked_ = true;
 }
 
@@ -105,7 +106,7 @@ void DumpSession::checkpoint_task(pid_t pid, TaskGpuFiles files)
 		const std::string file = strprintf("/dev/kfd of pid %d", static_cast<int>(pid));
 		kfd::ProcessInfo info;
 		PausedProcess &paused = pause(fd.get(), file, pid, info);
-		paused.taken = checkpoint(paused.fd.get(), info);
+		paused.taken = checkpoint(paused.fd.get(), info, pid);
 		paused.taken_for = pid;
 		count_buffers(pid, *paused.taken);
 	}
@@ -161,7 +162,7 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 		check_kfd_version();
 		kfd::ProcessInfo info;
 		PausedProcess &paused = pause(task_fd, strprintf("/dev/kfd file id %u", id), std::nullopt, info);
-		own = checkpoint(paused.fd.get(), info);
+		own = checkpoint(paused.fd.get(), info, paused.host_pid);
 		count_buffers(paused.host_pid, *own);
 		refuse_shared_buffers();
 		refuse_imports(paused.host_pid ? paused.host_pid : static_cast<pid_t>(own->info.pid));
@@ -266,13 +267,14 @@ void DumpSession::refuse_secondary_contexts(pid_t pid)
 	     static_cast<int>(pid));
 }
 
-DumpSession::Checkpoint DumpSession::checkpoint(int kfd_fd, const kfd::ProcessInfo &info)
+DumpSession::Checkpoint DumpSession::checkpoint(int kfd_fd, const kfd::ProcessInfo &info, pid_t host_pid)
 {
 	Checkpoint cp { info,
 			std::vector<kfd_criu_device_bucket>(info.num_devices),
 			std::vector<kfd_criu_bo_bucket>(info.num_bos),
 			std::vector<uint8_t>(info.priv_data_size),
-			{} };
+			{},
+			std::nullopt };
 	const int ret = driver_.criu_checkpoint(kfd_fd, info, cp.devices, cp.bos, cp.priv);
 	if (ret)
 		fail_errno(ret, "KFD CHECKPOINT failed for pid %u", info.pid);
@@ -280,7 +282,50 @@ DumpSession::Checkpoint DumpSession::checkpoint(int kfd_fd, const kfd::ProcessIn
 	for (const auto &bo : cp.bos)
 		if (bo.dmabuf_fd != KFD_INVALID_FD)
 			cp.dmabufs.emplace_back(static_cast<int>(bo.dmabuf_fd));
+	cp.runtime = runtime_of(host_pid, info.pid);
 	return cp;
+}
+
+// KFD's CRIU leaves out the runtime registration (kfd_ioctl.hpp), and a restored runtime that
+// KFD does not know would wait forever for the first GPU error it should be told of: it is read
+// here, while the queues are paused, and saved beside KFD's state.
+std::optional<kfd::RuntimeInfo> DumpSession::runtime_of(pid_t host_pid, uint32_t pid)
+{
+	if (kfd_version_ < kfd::kRuntimeEnableSince)
+		return std::nullopt; // no runtime can have registered
+	const pid_t task = host_pid ? host_pid : static_cast<pid_t>(pid);
+	kfd::RuntimeInfo runtime;
+	const int ret = driver_.runtime_info(task, runtime);
+	if (ret == -EALREADY)
+		fail(ret,
+		     "pid %d has a GPU debug session open (KFD refuses a second one: %s): a debugger such as rocgdb "
+		     "is attached, or its own runtime is writing a GPU core dump. A debug session cannot be "
+		     "checkpointed, so the dump is refused and the process runs on; detach the debugger first",
+		     static_cast<int>(task), strerror(-ret));
+	if (ret)
+		fail_errno(ret,
+			   "cannot read how pid %d registered ROCm's runtime with KFD (DBG_TRAP ENABLE/DISABLE): "
+			   "restored without it, the runtime would never hear of a GPU error again, so the dump is "
+			   "refused and the process runs on",
+			   static_cast<int>(task));
+	switch (runtime.state) {
+	case kfd::RuntimeState::disabled:
+		pr_info("pid %u: ROCm's runtime is not registered with KFD", pid);
+		return runtime;
+	case kfd::RuntimeState::enabled:
+		pr_info("pid %u: ROCm's runtime is registered with KFD (r_debug 0x%llx, trap temporaries %s): the "
+			"restore registers it again",
+			pid, static_cast<unsigned long long>(runtime.r_debug),
+			runtime.ttmp_setup ? "set up" : "not set up");
+		return runtime;
+	default:
+		fail(-EBUSY,
+		     "pid %d: ROCm's runtime registration with KFD is in state %u (%s), which a restore cannot "
+		     "repeat, so the dump is refused and the process runs on",
+		     static_cast<int>(task), static_cast<unsigned>(runtime.state),
+		     runtime.state == kfd::RuntimeState::enabled_busy ? "waiting for a GPU debugger"
+								      : "failed by a GPU debugger");
+	}
 }
 
 void DumpSession::count_buffers(pid_t host_pid, const Checkpoint &cp)
@@ -412,7 +457,8 @@ Digest DumpSession::write_kfd_image(uint32_t id, const Checkpoint &cp,
 							      .priv_data = cp.priv,
 							      .devices = &devices,
 							      .shared_mem_size = shm.size,
-							      .shared_mem_magic = shm.magic });
+							      .shared_mem_magic = shm.magic,
+							      .runtime = cp.runtime });
 	write_image(image_dir_, kfd_image_name(id), payload);
 	return digest_of(payload);
 }

@@ -112,6 +112,7 @@ private:
 		std::vector<kfd_criu_bo_bucket> bos;
 		std::vector<uint8_t> priv;
 		std::vector<unique_fd> dmabufs;
+		std::optional<kfd::RuntimeInfo> runtime; // unknown before KFD 1.13
 	};
 
 	struct PausedProcess {
@@ -131,7 +132,9 @@ private:
 			     kfd::ProcessInfo &info);
 	void refuse_secondary_contexts(pid_t pid);
 	pid_t watch_task(int kfd_fd, const std::string &file, std::optional<pid_t> host_pid);
-	Checkpoint checkpoint(int kfd_fd, const kfd::ProcessInfo &info);
+	Checkpoint checkpoint(int kfd_fd, const kfd::ProcessInfo &info, pid_t host_pid);
+	// How the process registered ROCm's runtime with KFD; refuses one a restore cannot repeat.
+	std::optional<kfd::RuntimeInfo> runtime_of(pid_t host_pid, uint32_t pid);
 	// Adds the process's VRAM/GTT buckets and its VRAM charge to the census; refuses sharing.
 	void count_buffers(pid_t host_pid, const Checkpoint &cp);
 	void refuse_shared_buffers() const;
@@ -170,6 +173,7 @@ private:
 	bool warned_uncharged_ = false;
 	bool tree_seen_first_ = false; // checkpoint_task() came before the files (criu 4.1+)
 	bool version_checked_ = false;
+	kfd::Version kfd_version_;
 	pid_t owner_; // the criu process that pauses and resumes
 	// Why the copy runs in series (copy_overlap.hpp); none: beside criu, joined by join_copies().
 	std::optional<std::string> in_series_because_ = "criu calls no hook after its memory dump";

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
@@ -44,6 +45,24 @@ public:
 		return kfd::criu_restore(fd, devices, bos, priv_data, num_objects);
 	}
 	int criu_resume(int fd, uint32_t pid) override { return kfd::criu_resume(fd, pid); }
+	int runtime_info(pid_t pid, kfd::RuntimeInfo &out) override
+	{
+		if (const int ret = own_kfd())
+			return ret;
+		// KFD writes debug events to this pipe; none is asked for, and it goes with the session
+		int ends[2];
+		if (pipe2(ends, O_CLOEXEC | O_NONBLOCK))
+			return -errno;
+		const unique_fd read_end(ends[0]), write_end(ends[1]);
+		const uint32_t target = static_cast<uint32_t>(pid);
+		if (const int ret = kfd::dbg_trap_enable(own_kfd_.get(), target, write_end.get(), out))
+			return ret;
+		return kfd::dbg_trap_disable(own_kfd_.get(), target);
+	}
+	int runtime_enable(int fd, const kfd::RuntimeInfo &info) override
+	{
+		return kfd::runtime_enable(fd, info.r_debug, info.ttmp_setup);
+	}
 	int import_dmabuf(int fd, uint32_t gpu_id, int dmabuf_fd, uint64_t va, uint64_t &handle) override
 	{
 		return kfd::import_dmabuf(fd, gpu_id, dmabuf_fd, va, handle);
@@ -70,10 +89,8 @@ public:
 	}
 	std::optional<uint32_t> dmabuf_gpu(int dmabuf_fd) override
 	{
-		if (!own_kfd_)
-			own_kfd_.reset(open(kKfdPath, O_RDWR | O_CLOEXEC));
 		uint32_t gpu_id = 0;
-		if (!own_kfd_ || kfd::dmabuf_gpu(own_kfd_.get(), dmabuf_fd, gpu_id))
+		if (own_kfd() || kfd::dmabuf_gpu(own_kfd_.get(), dmabuf_fd, gpu_id))
 			return std::nullopt;
 		return gpu_id;
 	}
@@ -88,7 +105,19 @@ public:
 	}
 
 private:
-	unique_fd own_kfd_; // criu's own KFD process, for GET_DMABUF_INFO
+	// 0 once criu's own /dev/kfd file is open, or the negative errno of open()
+	int own_kfd()
+	{
+		if (own_kfd_)
+			return 0;
+		const int fd = open(kKfdPath, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		own_kfd_.reset(fd);
+		return 0;
+	}
+
+	unique_fd own_kfd_; // criu's own KFD process: GET_DMABUF_INFO, DBG_TRAP on the tasks
 };
 
 } // namespace

@@ -43,6 +43,13 @@ public:
 				 std::span<uint8_t> priv_data, uint32_t num_objects) = 0;
 	virtual int criu_resume(int fd, uint32_t pid) = 0;
 
+	// How task `pid` (criu's pid namespace) registered ROCm's runtime with KFD (kfd_ioctl.hpp),
+	// read through a debug session opened on it and closed at once: the caller must be its
+	// ptracer, on KFD 1.13 or newer.
+	virtual int runtime_info(pid_t pid, kfd::RuntimeInfo &out) = 0;
+	// RUNTIME_ENABLE as `info` says, on a restored task's own /dev/kfd, before it has queues.
+	virtual int runtime_enable(int fd, const kfd::RuntimeInfo &info) = 0;
+
 	// The ordinary memory ioctls on a restored task's own /dev/kfd (kfd_ioctl.hpp).
 	virtual int import_dmabuf(int fd, uint32_t gpu_id, int dmabuf_fd, uint64_t va, uint64_t &handle) = 0;
 	virtual int free_memory(int fd, uint64_t handle) = 0;

@@ -20,6 +20,42 @@ template <typename T> uint64_t to_user(std::span<T> array)
 	return reinterpret_cast<uintptr_t>(array.empty() ? static_cast<void *>(empty_array) : array.data());
 }
 
+// What Linux 6.5 (KFD 1.13) added for runtimes and debuggers, laid out here because the plugin is
+// built on the oldest headers it supports (6.1's).
+struct RuntimeEnableArgs {
+	uint64_t r_debug;
+	uint32_t mode_mask;
+	uint32_t capabilities_mask;
+};
+constexpr uint32_t kRuntimeEnableModeEnable = 1u << 0;
+constexpr uint32_t kRuntimeEnableModeTtmpSave = 1u << 1;
+
+struct KernelRuntimeInfo {
+	uint64_t r_debug;
+	uint32_t runtime_state;
+	uint32_t ttmp_setup;
+};
+struct DbgTrapEnableArgs {
+	uint64_t exception_mask;
+	uint64_t rinfo_ptr;
+	uint32_t rinfo_size;
+	uint32_t dbg_fd;
+};
+// kfd_ioctl_dbg_trap_args: pid, op, then a union of the operations' arguments, 24 bytes at most
+struct DbgTrapArgs {
+	uint32_t pid;
+	uint32_t op;
+	union {
+		DbgTrapEnableArgs enable;
+		uint64_t words[3];
+	};
+};
+static_assert(sizeof(RuntimeEnableArgs) == 16 && sizeof(KernelRuntimeInfo) == 16 && sizeof(DbgTrapArgs) == 32);
+constexpr uint32_t kDbgTrapEnable = 0;
+constexpr uint32_t kDbgTrapDisable = 1;
+constexpr unsigned long kIocRuntimeEnable = _IOWR('K', 0x25, RuntimeEnableArgs);
+constexpr unsigned long kIocDbgTrap = _IOWR('K', 0x26, DbgTrapArgs);
+
 } // namespace
 
 int ioctl_retry(int fd, unsigned long request, void *arg)
@@ -100,6 +136,41 @@ int criu_resume(int fd, uint32_t pid)
 	args.op = KFD_CRIU_OP_RESUME;
 	args.pid = pid;
 	return ioctl_retry(fd, AMDKFD_IOC_CRIU_OP, &args);
+}
+
+int runtime_enable(int fd, uint64_t r_debug, bool ttmp_setup)
+{
+	RuntimeEnableArgs args;
+	std::memset(&args, 0, sizeof(args));
+	args.r_debug = r_debug;
+	args.mode_mask = kRuntimeEnableModeEnable | (ttmp_setup ? kRuntimeEnableModeTtmpSave : 0);
+	return ioctl_retry(fd, kIocRuntimeEnable, &args);
+}
+
+int dbg_trap_enable(int fd, uint32_t pid, int event_fd, RuntimeInfo &out)
+{
+	KernelRuntimeInfo info;
+	std::memset(&info, 0, sizeof(info));
+	DbgTrapArgs args;
+	std::memset(&args, 0, sizeof(args));
+	args.pid = pid;
+	args.op = kDbgTrapEnable;
+	args.enable.rinfo_ptr = reinterpret_cast<uintptr_t>(&info);
+	args.enable.rinfo_size = sizeof(info);
+	args.enable.dbg_fd = static_cast<uint32_t>(event_fd);
+	const int ret = ioctl_retry(fd, kIocDbgTrap, &args);
+	if (!ret)
+		out = { static_cast<RuntimeState>(info.runtime_state), info.r_debug, info.ttmp_setup != 0 };
+	return ret;
+}
+
+int dbg_trap_disable(int fd, uint32_t pid)
+{
+	DbgTrapArgs args;
+	std::memset(&args, 0, sizeof(args));
+	args.pid = pid;
+	args.op = kDbgTrapDisable;
+	return ioctl_retry(fd, kIocDbgTrap, &args);
 }
 
 int dmabuf_gpu(int fd, int dmabuf_fd, uint32_t &gpu_id)

@@ -7,6 +7,7 @@
 
 #include <linux/kfd_ioctl.h>
 
+#include <compare>
 #include <cstdint>
 #include <span>
 
@@ -28,6 +29,7 @@ inline constexpr bool holds_contents(uint32_t alloc_flags, uint64_t size)
 struct Version {
 	uint32_t major = 0;
 	uint32_t minor = 0;
+	friend constexpr auto operator<=>(const Version &, const Version &) = default;
 };
 
 struct ProcessInfo {
@@ -51,6 +53,32 @@ int criu_unpause(int fd);
 int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
 		 std::span<uint8_t> priv_data, uint32_t num_objects);
 int criu_resume(int fd, uint32_t pid);
+
+// ROCm's runtime announces itself to KFD (RUNTIME_ENABLE, KFD 1.13, Linux 6.5): from then on KFD
+// reports the process's queue errors and wave exceptions to it through each queue's context save
+// area header, and nothing else does. KFD's CRIU does not carry that registration, and only the
+// process itself can make it, before it has queues (-EEXIST after). A ptracer reads it back by
+// opening a debug session on the process (DBG_TRAP ENABLE copies the runtime info out) and
+// closing it again at once (DISABLE).
+inline constexpr Version kRuntimeEnableSince = { 1, 13 };
+// KFD's runtime_state
+enum class RuntimeState : uint32_t {
+	disabled = 0,
+	enabled = 1,
+	enabled_busy = 2,  // RUNTIME_ENABLE waits for the process's debugger
+	enabled_error = 3, // its debugger failed it
+};
+struct RuntimeInfo {
+	RuntimeState state = RuntimeState::disabled;
+	uint64_t r_debug = 0;	 // the runtime's r_debug (code objects, for debuggers)
+	bool ttmp_setup = false; // trap temporaries set up at wave launch
+};
+// RUNTIME_ENABLE, on the caller's own /dev/kfd file.
+int runtime_enable(int fd, uint64_t r_debug, bool ttmp_setup);
+// DBG_TRAP ENABLE of task `pid` (the caller's pid namespace) with no exception forwarded;
+// `event_fd` is where KFD would write debug events. DISABLE ends the session.
+int dbg_trap_enable(int fd, uint32_t pid, int event_fd, RuntimeInfo &out);
+int dbg_trap_disable(int fd, uint32_t pid);
 
 // The ordinary memory ioctls, in the process that owns `fd`. A handle is (gpu_id << 32) | id, the
 // gpu_id the process knows; ids are per GPU of the process, and ALLOC and IMPORT take the lowest

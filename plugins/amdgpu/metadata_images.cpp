@@ -113,7 +113,30 @@ std::vector<uint8_t> pack_kfd_image(const KfdImageParts &parts)
 	msg.priv_data.len = parts.priv_data.size();
 	// protobuf-c's type is not const; packing only reads it
 	msg.priv_data.data = const_cast<uint8_t *>(parts.priv_data.data());
+	KfdRuntimeEntry runtime = KFD_RUNTIME_ENTRY__INIT;
+	if (parts.runtime) {
+		runtime.has_state = runtime.has_r_debug = runtime.has_ttmp_setup = true;
+		runtime.state = static_cast<uint32_t>(parts.runtime->state);
+		runtime.r_debug = parts.runtime->r_debug;
+		runtime.ttmp_setup = parts.runtime->ttmp_setup;
+		msg.runtime = &runtime;
+	}
 	return pack(msg);
+}
+
+std::optional<kfd::RuntimeInfo> kfd_runtime(const CriuKfd &msg, const std::string &image)
+{
+	if (!msg.runtime)
+		return std::nullopt;
+	const KfdRuntimeEntry &r = *msg.runtime;
+	const auto state = static_cast<kfd::RuntimeState>(r.state);
+	if (state != kfd::RuntimeState::disabled && state != kfd::RuntimeState::enabled)
+		fail(-EINVAL, "image %s: the runtime registration is in state %u, which a dump never saves (0 or 1)",
+		     image.c_str(), r.state);
+	if (r.ttmp_setup > 1)
+		fail(-EINVAL, "image %s: the runtime registration's trap temporaries are %u (0 or 1)", image.c_str(),
+		     r.ttmp_setup);
+	return kfd::RuntimeInfo { state, r.r_debug, r.ttmp_setup == 1 };
 }
 
 std::vector<BoShare> bo_shares(const CriuKfd &msg, const std::string &image)

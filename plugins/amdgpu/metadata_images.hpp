@@ -6,12 +6,14 @@
 
 #include "criu-amdgpu.pb-c.h"
 #include "image_store.hpp"
+#include "kfd_ioctl.hpp"
 #include "topology_image.hpp"
 
 #include <linux/kfd_ioctl.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -66,6 +68,7 @@ struct KfdImageParts {
 	const DeviceEntries *devices = nullptr;
 	uint64_t shared_mem_size = 0;
 	uint32_t shared_mem_magic = 0;
+	std::optional<kfd::RuntimeInfo> runtime; // unknown: no record
 };
 
 // The criu_kfd message of `parts`, packed: upstream's fields, every BO with no GEM handle (KFD's
@@ -75,6 +78,9 @@ std::vector<uint8_t> pack_kfd_image(const KfdImageParts &parts);
 void write_criu_kfd(const ImageDir &dir, uint32_t id, const CriuKfd &msg);
 CriuKfdPtr read_criu_kfd(const ImageDir &dir, uint32_t id);
 CriuKfdPtr read_criu_kfd(ImageReader &image);
+// The runtime registration the image records (none: it does not say). Throws Error(-EINVAL),
+// naming `image`, for a state a dump can never have saved.
+std::optional<kfd::RuntimeInfo> kfd_runtime(const CriuKfd &msg, const std::string &image);
 // The BO entries' sharing (none for an image that says nothing of it). Throws Error(-EINVAL),
 // naming `image`, for a role it does not know.
 std::vector<BoShare> bo_shares(const CriuKfd &msg, const std::string &image);

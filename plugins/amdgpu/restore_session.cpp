@@ -200,7 +200,8 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	const CriuKfdPtr msg = unpack_criu_kfd(payload, image);
 	fd_floor(msg->pid);
 	enlist();
-	unique_fd kfd = open_kfd();
+	kfd::Version version;
+	unique_fd kfd = open_kfd(version);
 	const GpuMap &map = gpu_map(*msg, image);
 	require_render_nodes(map);
 	std::vector<kfd_criu_device_bucket> devices = device_buckets_of(map);
@@ -208,6 +209,7 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	std::vector<uint8_t> priv = driver_state(*msg, devices.size(), image);
 	recreate_hsakmt_shm({ msg->shared_mem_size, msg->shared_mem_magic });
 	const std::vector<BoShare> shares = bo_shares(*msg, image);
+	register_runtime(kfd.get(), version, *msg, image);
 	const std::vector<unique_fd> dmabufs = restore_state(kfd.get(), devices, bos, priv, *msg, image);
 	offer_shared_buffers(bos, shares);
 	restore_contents(id, *msg, map, bos, shares, sums, payload);
@@ -230,18 +232,47 @@ void RestoreSession::enlist()
 	}
 }
 
-unique_fd RestoreSession::open_kfd()
+unique_fd RestoreSession::open_kfd(kfd::Version &v)
 {
 	unique_fd kfd(driver_.open_device(kKfdPath));
 	if (!kfd)
 		fail_errno(kfd.get(), "cannot open %s", kKfdPath);
-	kfd::Version v;
 	if (const int ret = driver_.get_version(kfd.get(), v))
 		fail_errno(ret, "KFD GET_VERSION on %s failed", kKfdPath);
 	if (v.major != kfd::kMinMajor || v.minor < kfd::kMinMinor)
 		fail(-EPROTONOSUPPORT, "KFD ioctl interface %u.%u cannot restore: %u.%u or newer is needed", v.major,
 		     v.minor, kfd::kMinMajor, kfd::kMinMinor);
 	return kfd;
+}
+
+// RUNTIME_ENABLE acts on the caller's own process and is refused once it has queues: here, in the
+// restored task, before KFD's RESTORE gives it back its queues.
+void RestoreSession::register_runtime(int kfd, const kfd::Version &version, const CriuKfd &msg,
+				      const std::string &image)
+{
+	const std::optional<kfd::RuntimeInfo> runtime = kfd_runtime(msg, image);
+	if (!runtime) {
+		if (version >= kfd::kRuntimeEnableSince)
+			pr_warn("pid %u: %s does not say whether ROCm's runtime was registered with KFD (a plugin "
+				"that does not save it wrote the image, or a kernel without RUNTIME_ENABLE ran the "
+				"process); restored unregistered, a runtime that was would not hear of GPU errors",
+				msg.pid, image.c_str());
+		return;
+	}
+	if (runtime->state != kfd::RuntimeState::enabled)
+		return;
+	if (version < kfd::kRuntimeEnableSince)
+		fail(-EPROTONOSUPPORT,
+		     "pid %u had ROCm's runtime registered with KFD (RUNTIME_ENABLE: GPU errors are reported to it), "
+		     "which this kernel's KFD %u.%u cannot do (%u.%u or newer): restored, the process would never "
+		     "hear of a GPU error; restore it on a newer kernel",
+		     msg.pid, version.major, version.minor, kfd::kRuntimeEnableSince.major,
+		     kfd::kRuntimeEnableSince.minor);
+	if (const int ret = driver_.runtime_enable(kfd, *runtime))
+		fail_errno(ret, "pid %u: KFD RUNTIME_ENABLE (r_debug 0x%llx) failed", msg.pid,
+			   static_cast<unsigned long long>(runtime->r_debug));
+	pr_info("pid %u: ROCm's runtime registered with KFD again (r_debug 0x%llx, trap temporaries %s)", msg.pid,
+		static_cast<unsigned long long>(runtime->r_debug), runtime->ttmp_setup ? "set up" : "not set up");
 }
 
 std::vector<kfd_criu_device_bucket> RestoreSession::device_buckets_of(const GpuMap &map)

@@ -117,7 +117,9 @@ private:
 	int restore_kfd(ImageReader &image, uint32_t id);
 	// The steps of restore_kfd, in order.
 	void enlist();
-	unique_fd open_kfd(); // and checks its interface version
+	unique_fd open_kfd(kfd::Version &version); // and checks its interface version
+	// Registers ROCm's runtime with KFD as the dumped process had it (before RESTORE makes queues).
+	void register_runtime(int kfd, const kfd::Version &version, const CriuKfd &msg, const std::string &image);
 	std::vector<kfd_criu_device_bucket> device_buckets_of(const GpuMap &map);
 	std::vector<uint8_t> driver_state(const CriuKfd &msg, size_t devices, const std::string &image);
 	std::vector<unique_fd> restore_state(int kfd, std::span<kfd_criu_device_bucket> devices,

@@ -206,6 +206,77 @@ TEST_F(DumpSessionTest, AProcessWithoutSecondaryKfdContextsIsAskedAboutThemAndDu
 	EXPECT_EQ(gpu.count(Op::checkpoint), 1);
 }
 
+// KFD's CRIU leaves out ROCm's runtime registration (RUNTIME_ENABLE, KFD 1.13): without it a
+// restored runtime never hears of a GPU error again, so the dump reads it and saves it.
+TEST_F(DumpSessionTest, OnKfd113TheRuntimeRegistrationIsReadWhilePausedAndSaved)
+{
+	gpu.version = kfd::kRuntimeEnableSince;
+	gpu.runtime = { kfd::RuntimeState::enabled, 0x7f00dead1000, true };
+	ASSERT_FALSE(dump());
+	EXPECT_EQ(gpu.runtime_asked_for, 4242);
+	const std::vector<test::FakeGpu::Call> &calls = gpu.calls();
+	const auto at = [&](Op op) {
+		return std::find_if(calls.begin(), calls.end(), [&](const auto &c) { return c.op == op; }) -
+		       calls.begin();
+	};
+	EXPECT_LT(at(Op::process_info), at(Op::runtime_info)) << "read while the task's queues could run";
+	const CriuKfdPtr msg = read_criu_kfd(ImageDir::files(images.fd()), kFileId);
+	const std::optional<kfd::RuntimeInfo> saved = kfd_runtime(*msg, "kfd image");
+	ASSERT_TRUE(saved) << "the image does not say how the runtime was registered";
+	EXPECT_EQ(saved->state, kfd::RuntimeState::enabled);
+	EXPECT_EQ(saved->r_debug, 0x7f00dead1000u);
+	EXPECT_TRUE(saved->ttmp_setup);
+}
+
+TEST_F(DumpSessionTest, BeforeKfd113NoRuntimeCanRegisterAndTheImageSaysNothingOfIt)
+{
+	gpu.version = { 1, 11 };
+	ASSERT_FALSE(dump());
+	EXPECT_EQ(gpu.count(Op::runtime_info), 0);
+	const CriuKfdPtr msg = read_criu_kfd(ImageDir::files(images.fd()), kFileId);
+	EXPECT_FALSE(kfd_runtime(*msg, "kfd image"));
+}
+
+TEST_F(DumpSessionTest, AProcessUnderAGpuDebuggerIsRefusedAndLeftRunning)
+{
+	gpu.version = kfd::kRuntimeEnableSince;
+	gpu.fail(Op::runtime_info, -EALREADY);
+	const std::optional<Error> error = dump();
+	ASSERT_TRUE(error) << "a process under a GPU debugger was dumped";
+	EXPECT_EQ(error->err(), -EALREADY);
+	EXPECT_NE(std::string(error->what()).find("pid 4242 has a GPU debug session open"), std::string::npos)
+		<< error->what();
+	EXPECT_TRUE(gpu.called(Op::unpause, gpu.paused_fd())) << "the queues stay paused";
+	EXPECT_EQ(image_files(images.path()), std::vector<std::string>()) << "a refused dump left images";
+	EXPECT_FALSE(fds_leaked);
+}
+
+TEST_F(DumpSessionTest, ARuntimeRegistrationThatCannotBeReadRefusesTheDumpNamingIt)
+{
+	gpu.version = kfd::kRuntimeEnableSince;
+	gpu.fail(Op::runtime_info, -EPERM);
+	const std::optional<Error> error = dump();
+	ASSERT_TRUE(error) << "a process whose runtime registration is unknown was dumped";
+	EXPECT_EQ(error->err(), -EPERM);
+	EXPECT_NE(std::string(error->what()).find("cannot read how pid 4242 registered ROCm's runtime"),
+		  std::string::npos)
+		<< error->what();
+	EXPECT_TRUE(gpu.called(Op::unpause, gpu.paused_fd()));
+	EXPECT_EQ(image_files(images.path()), std::vector<std::string>());
+}
+
+TEST_F(DumpSessionTest, ARuntimeWaitingForADebuggerIsRefused)
+{
+	gpu.version = kfd::kRuntimeEnableSince;
+	gpu.runtime = { kfd::RuntimeState::enabled_busy, 0x1000, false };
+	const std::optional<Error> error = dump();
+	ASSERT_TRUE(error) << "a runtime stuck in RUNTIME_ENABLE was dumped";
+	EXPECT_EQ(error->err(), -EBUSY);
+	EXPECT_NE(std::string(error->what()).find("waiting for a GPU debugger"), std::string::npos) << error->what();
+	EXPECT_TRUE(gpu.called(Op::unpause, gpu.paused_fd()));
+	EXPECT_EQ(image_files(images.path()), std::vector<std::string>());
+}
+
 TEST_F(DumpSessionTest, AFailedUnpauseIsTriedAgainThenLoggedNotThrown)
 {
 	gpu.fail(Op::unpause, -EIO, FakeGpu::kEveryCall);

@@ -30,6 +30,10 @@ const char *to_string(Op op)
 		return "restore";
 	case Op::resume:
 		return "resume";
+	case Op::runtime_info:
+		return "runtime_info";
+	case Op::runtime_enable:
+		return "runtime_enable";
 	case Op::copy:
 		return "copy";
 	case Op::import_dmabuf:
@@ -141,7 +145,7 @@ std::string FakeGpu::find_render_node(unsigned int minor, std::string *named_is)
 
 int FakeGpu::get_version(int fd, kfd::Version &out)
 {
-	out = { kfd::kMinMajor, kfd::kMinMinor };
+	out = version;
 	return call(Op::get_version, fd);
 }
 
@@ -215,6 +219,26 @@ int FakeGpu::criu_restore(int fd, std::span<kfd_criu_device_bucket>, std::span<k
 int FakeGpu::criu_resume(int fd, uint32_t)
 {
 	return call(Op::resume, fd);
+}
+
+int FakeGpu::runtime_info(pid_t task, kfd::RuntimeInfo &out)
+{
+	runtime_asked_for = task;
+	if (const int ret = call(Op::runtime_info, -1))
+		return ret;
+	out = runtime;
+	return 0;
+}
+
+int FakeGpu::runtime_enable(int fd, const kfd::RuntimeInfo &info)
+{
+	if (const int ret = call(Op::runtime_enable, fd))
+		return ret;
+	// KFD refuses it once the process has queues
+	if (called(Op::restore, fd))
+		return -EEXIST;
+	runtime_enabled.push_back(info);
+	return 0;
 }
 
 int FakeGpu::import_dmabuf(int fd, uint32_t gpu_id, int, uint64_t, uint64_t &handle)

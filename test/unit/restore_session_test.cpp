@@ -146,6 +146,87 @@ INSTANTIATE_TEST_SUITE_P(
 			  RestoreFault { Op::copy, 1, -EIO, "the copy engine failed" }),
 	[](const auto &info) { return std::string(test::to_string(info.param.op)) + std::to_string(info.param.nth); });
 
+// Images of a process whose runtime registered with KFD (RUNTIME_ENABLE, KFD 1.13).
+class RuntimeRestoreTest : public RestoreSessionTest {
+protected:
+	RuntimeRestoreTest()
+	{
+		FakeGpu dumped(topology);
+		dumped.pid = static_cast<uint32_t>(getpid());
+		dumped.version = kfd::kRuntimeEnableSince;
+		dumped.runtime = { kfd::RuntimeState::enabled, 0x7f00dead1000, true };
+		DumpSession dump(options, ImageDir::files(images.fd()), topology_dir, dumped, dumped);
+		const int task_fd = eventfd(0, EFD_CLOEXEC);
+		dump.dump_kfd(task_fd, kFileId);
+		close(task_fd);
+		gpu.version = kfd::kRuntimeEnableSince;
+	}
+
+	size_t call_index(Op op) const
+	{
+		const auto &calls = gpu.calls();
+		return std::find_if(calls.begin(), calls.end(), [&](const auto &c) { return c.op == op; }) -
+		       calls.begin();
+	}
+};
+
+TEST_F(RuntimeRestoreTest, TheRuntimeIsRegisteredAgainOnTheTasksKfdFileBeforeKfdRestoresItsQueues)
+{
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	const auto result = restore(session);
+	ASSERT_TRUE(std::holds_alternative<int>(result)) << std::get<Error>(result).what();
+	const int fd = std::get<int>(result);
+	ASSERT_EQ(gpu.runtime_enabled.size(), 1u);
+	EXPECT_EQ(gpu.runtime_enabled[0].r_debug, 0x7f00dead1000u);
+	EXPECT_TRUE(gpu.runtime_enabled[0].ttmp_setup);
+	EXPECT_TRUE(gpu.called(Op::runtime_enable, fd)) << "registered through another file than the task's";
+	EXPECT_LT(call_index(Op::runtime_enable), call_index(Op::restore));
+	close(fd);
+}
+
+TEST_F(RuntimeRestoreTest, AKernelWithoutRuntimeEnableRefusesTheRestoreBeforeKfdCreatesAnything)
+{
+	gpu.version = { 1, 11 };
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	const auto result = restore(session);
+	ASSERT_TRUE(std::holds_alternative<Error>(result)) << "restored a runtime that would never hear of errors";
+	const Error &error = std::get<Error>(result);
+	EXPECT_EQ(error.err(), -EPROTONOSUPPORT);
+	EXPECT_NE(std::string(error.what()).find("KFD 1.11 cannot do (1.13 or newer)"), std::string::npos)
+		<< error.what();
+	EXPECT_EQ(gpu.count(Op::restore), 0);
+	EXPECT_EQ(gpu.still_open(Op::open_kfd), std::vector<int>());
+}
+
+TEST_F(RuntimeRestoreTest, AFailedRegistrationFailsTheRestoreAndLeavesNothing)
+{
+	const std::set<int> before = test::open_fds();
+	{
+		gpu.fail(Op::runtime_enable, -EBUSY);
+		RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+		const auto result = restore(session);
+		ASSERT_TRUE(std::holds_alternative<Error>(result)) << "the restore succeeded";
+		const Error &error = std::get<Error>(result);
+		EXPECT_EQ(error.err(), -EBUSY);
+		EXPECT_NE(std::string(error.what()).find("KFD RUNTIME_ENABLE (r_debug 0x7f00dead1000) failed"),
+			  std::string::npos)
+			<< error.what();
+		EXPECT_EQ(gpu.count(Op::restore), 0);
+		EXPECT_EQ(gpu.still_open(Op::open_kfd), std::vector<int>());
+	}
+	EXPECT_EQ(test::open_fds(), before);
+}
+
+TEST_F(RestoreSessionTest, ImagesThatSayNothingOfTheRuntimeRegisterNone)
+{
+	gpu.version = kfd::kRuntimeEnableSince;
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	const auto result = restore(session);
+	ASSERT_TRUE(std::holds_alternative<int>(result)) << std::get<Error>(result).what();
+	EXPECT_EQ(gpu.count(Op::runtime_enable), 0);
+	close(std::get<int>(result));
+}
+
 TEST_F(RestoreSessionTest, AMissingRenderNodeFailsBeforeKfdCreatesAnything)
 {
 	const Node *second = topology.gpus().back();

@@ -35,6 +35,8 @@ enum class Op {
 	unpause,
 	restore,
 	resume,
+	runtime_info,
+	runtime_enable,
 	copy,
 	import_dmabuf,
 	free_memory,
@@ -80,7 +82,11 @@ public:
 	// Called as a copy begins, before anything of it is recorded (a copy running beside criu is
 	// held there by the tests).
 	std::function<void()> while_copying;
-	uint32_t pid = 0;	      // PROCESS_INFO's and CHECKPOINT's pid
+	uint32_t pid = 0;					   // PROCESS_INFO's and CHECKPOINT's pid
+	kfd::Version version = { kfd::kMinMajor, kfd::kMinMinor }; // what GET_VERSION says
+	kfd::RuntimeInfo runtime;				   // what the debug session reads of a task
+	pid_t runtime_asked_for = 0;
+	std::vector<kfd::RuntimeInfo> runtime_enabled; // what RUNTIME_ENABLE was given, in order
 
 	int open_device(const std::string &path) override;
 	std::string find_render_node(unsigned int minor, std::string *named_is) override;
@@ -93,6 +99,8 @@ public:
 	int criu_restore(int fd, std::span<kfd_criu_device_bucket> devices, std::span<kfd_criu_bo_bucket> bos,
 			 std::span<uint8_t> priv_data, uint32_t num_objects) override;
 	int criu_resume(int fd, uint32_t pid) override;
+	int runtime_info(pid_t task, kfd::RuntimeInfo &out) override;
+	int runtime_enable(int fd, const kfd::RuntimeInfo &info) override;
 	// IMPORT_DMABUF gives these ids in turn (then 0x100, 0x101, ...); every memory call is logged.
 	std::vector<uint32_t> import_ids;
 	struct MemoryCall {
