@@ -158,6 +158,15 @@ __global__ void illegal_trap(float *out)
 	out[threadIdx.x] = 1.0f;
 }
 
+/*
+ * A store through a wild pointer: @out is an address the GPU VM does not map
+ * (below the GPUVM aperture), a memory violation.
+ */
+__global__ void wild_store(float *out)
+{
+	out[threadIdx.x] = 1.0f;
+}
+
 /* ---- host side ------------------------------------------------------------------ */
 
 struct gpu {
@@ -920,6 +929,44 @@ out:
 	raise(sig);
 }
 
+/*
+ * SIGRTMIN+1, +2: a kernel that faults on purpose, on the first GPU's heartbeat
+ * stream (a hardware queue of its own, where no long kernel is in the way):
+ * "memory" stores through a wild pointer, "illegal" runs an MFMA.  HIP must
+ * abort the process, naming the HSA status, within WL_FAULT_REPORT_MS; should
+ * the kernel end otherwise, or nothing happen by then, the result says so.
+ */
+#define WILD_POINTER 0x1000 /* below the GPUVM aperture: nothing is mapped there */
+
+static void fault(void *ctx, const char *kind, unsigned int *ms, struct wl_report *r)
+{
+	struct workload *w = (struct workload *)ctx;
+	struct gpu *g = &w->gpus[0];
+	const bool illegal = !strcmp(kind, "illegal");
+	const uint64_t t0 = now_ms();
+	hipError_t e;
+
+	if (!illegal && strcmp(kind, "memory")) {
+		wl_fail(r, "unknown fault kind '%s' (memory or illegal)", kind);
+		return;
+	}
+	wl_info("launching a kernel that faults (%s) on gpu 0 (gpu_id 0x%x)", kind, g->node.gpu_id);
+	/* on a GPU that has MFMA, the illegal kind's store faults instead */
+	hipLaunchKernelGGL(illegal ? illegal_mfma : wild_store, dim3(1), dim3(64), 0, g->beat_stream,
+			   (float *)WILD_POINTER);
+	e = hipGetLastError();
+	while (e == hipSuccess && (e = hipStreamQuery(g->beat_stream)) == hipErrorNotReady &&
+	       now_ms() - t0 < WL_FAULT_REPORT_MS)
+		usleep(1000);
+	*ms = (unsigned int)(now_ms() - t0);
+	if (e == hipErrorNotReady)
+		wl_fail(r, "gpu 0: the %s fault was reported to nobody within %u ms: the process would wait forever", kind,
+			WL_FAULT_REPORT_MS);
+	else
+		wl_fail(r, "gpu 0: HIP did not abort for the %s fault; the kernel ended %s (%s) after %u ms", kind,
+			hipGetErrorName(e), hipGetErrorString(e), *ms);
+}
+
 /* ---- --illegal-instruction ------------------------------------------------------------- */
 
 struct illegal_kind {
@@ -1103,7 +1150,7 @@ static void own_options(int *argc, char **argv, struct workload *w, const struct
 int main(int argc, char **argv)
 {
 	static struct workload w;
-	static const struct wl_ops ops = { verify, heartbeat, teardown, NULL };
+	static const struct wl_ops ops = { verify, heartbeat, teardown, NULL, fault };
 	const struct illegal_kind *illegal = NULL;
 	const char *expect = NULL;
 	uint64_t t0 = now_ms();

@@ -1151,7 +1151,7 @@ static void fill_state(FILE *f, void *ctx)
 int main(int argc, char **argv)
 {
 	static struct launcher l;
-	static const struct wl_ops ops = { verify, heartbeat, teardown, NULL };
+	static const struct wl_ops ops = { verify, heartbeat, teardown, NULL, NULL };
 	uint64_t t0 = now_ms();
 	int ret;
 

@@ -32,6 +32,7 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
+#include "hand_kernels.h"
 #include "hsa_aql.h"
 
 #include <errno.h>
@@ -331,6 +332,86 @@ static void heartbeat(void *ctx, struct wl_report *r)
 	await_rounds(w, r, 1, w->opts.hb_timeout_ms, "copy rounds run");
 }
 
+/*
+ * A fault on request (SIGRTMIN+1, +2): a kernel that faults, dispatched on an AQL queue of its own on the
+ * first GPU, so that the streams run on. "illegal": its first instruction is an MFMA, which the
+ * emulated GPU does not execute (HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION); "memory": its kernel
+ * descriptor is at an address the GPU VM does not map (HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION).
+ * The runtime must call the queue's error callback with that status within WL_FAULT_REPORT_MS:
+ * a process that never hears of its GPU's error would wait forever.
+ */
+#define UNMAPPED_KERNEL_OBJECT 0x1000 /* below the GPUVM aperture: nothing is mapped there */
+
+struct fault_report {
+	atomic_bool seen;
+	_Atomic hsa_status_t status;
+};
+
+static void on_fault_error(hsa_status_t status, hsa_queue_t *q, void *data)
+{
+	struct fault_report *f = data;
+
+	(void)q;
+	atomic_store(&f->status, status);
+	atomic_store(&f->seen, true);
+}
+
+static void fault(void *ctx, const char *kind, unsigned int *ms, struct wl_report *r)
+{
+	struct workload *w = ctx;
+	const bool illegal = !strcmp(kind, "illegal");
+	const hsa_status_t want = illegal ? (hsa_status_t)HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION :
+					    (hsa_status_t)HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION;
+	hsa_agent_t both[2] = { w->gpus[0].agent, w->cpu };
+	struct fault_report report = { 0 };
+	hsa_kernel_dispatch_packet_t d = { 0 };
+	hsa_queue_t *q = NULL;
+	uint8_t *code = NULL;
+	uint64_t start, end;
+	hsa_status_t st;
+
+	if (!illegal && strcmp(kind, "memory")) {
+		wl_fail(r, "unknown fault kind '%s' (memory or illegal)", kind);
+		return;
+	}
+	st = hsa_amd_memory_pool_allocate(w->sys, KERNEL_ENTRY + sizeof(mfma_code), 0, (void **)&code);
+	if (st == HSA_STATUS_SUCCESS)
+		st = hsa_amd_agents_allow_access(2, both, NULL, code);
+	if (st == HSA_STATUS_SUCCESS)
+		st = hsa_queue_create(w->gpus[0].agent, QUEUE_PACKETS, HSA_QUEUE_TYPE_SINGLE, on_fault_error, &report,
+				      UINT32_MAX, UINT32_MAX, &q);
+	if (st != HSA_STATUS_SUCCESS) {
+		wl_fail(r, "GPU node %u: the faulting kernel's memory and queue: %s", w->gpus[0].node, status_text(st));
+		goto out;
+	}
+	hand_kernel_write(code, mfma_code, sizeof(mfma_code));
+	d.workgroup_size_x = 64;
+	d.workgroup_size_y = d.workgroup_size_z = 1;
+	d.grid_size_x = 64;
+	d.grid_size_y = d.grid_size_z = 1;
+	d.kernel_object = illegal ? (uint64_t)(uintptr_t)code : UNMAPPED_KERNEL_OBJECT;
+	start = now_ms();
+	end = start + WL_FAULT_REPORT_MS;
+	aql_submit(q, &d, aql_header(HSA_PACKET_TYPE_KERNEL_DISPATCH), 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS);
+	while (!atomic_load(&report.seen) && now_ms() < end)
+		usleep(1000);
+	*ms = (unsigned int)(now_ms() - start);
+	if (!atomic_load(&report.seen))
+		wl_fail(r, "GPU node %u: the runtime reported no error for the %s fault within %u ms: the process would "
+			"wait forever", w->gpus[0].node, kind, WL_FAULT_REPORT_MS);
+	else if (atomic_load(&report.status) != want)
+		wl_fail(r, "GPU node %u: the runtime reported %s (0x%x) for the %s fault, not %s", w->gpus[0].node,
+			status_text(atomic_load(&report.status)), (unsigned int)atomic_load(&report.status), kind,
+			status_text(want));
+	else
+		wl_pass(r);
+out:
+	if (q)
+		hsa_queue_destroy(q);
+	if (code)
+		hsa_amd_memory_pool_free(code);
+}
+
 static void teardown(void *ctx)
 {
 	struct workload *w = ctx;
@@ -458,7 +539,7 @@ static void fill_state(FILE *f, void *ctx)
 int main(int argc, char **argv)
 {
 	static struct workload w;
-	static const struct wl_ops ops = { verify, heartbeat, teardown, NULL };
+	static const struct wl_ops ops = { verify, heartbeat, teardown, NULL, fault };
 	int ret;
 
 	wl_parse_opts(argc, argv, &w.opts);

@@ -222,14 +222,26 @@ struct wl_ops {
 	 * (REWRITE FAIL).
 	 */
 	void (*rewrite)(void *ctx, unsigned int pct, struct wl_rewrite *w, struct wl_report *r);
+	/*
+	 * SIGRTMIN+1, SIGRTMIN+2: make the GPU fault on purpose, as @kind
+	 * ("memory": a memory violation, "illegal": an illegal instruction)
+	 * says, and check that the
+	 * runtime reports it to the application within WL_FAULT_REPORT_MS; how
+	 * long it took goes to *@ms. NULL: the workload cannot (FAULT FAIL).
+	 */
+	void (*fault)(void *ctx, const char *kind, unsigned int *ms, struct wl_report *r);
 };
+
+/* How soon a GPU fault must reach the application (issue: a restored job never hangs) */
+#define WL_FAULT_REPORT_MS 5000
 
 /* Block the contract's signals; call before building any state. */
 void wl_signals_block(void);
 
 /*
  * Print READY and serve SIGUSR1 (verify), SIGUSR2 (heartbeat), SIGHUP
- * (rewrite) until SIGTERM or SIGINT; returns the exit code.
+ * (rewrite), SIGRTMIN+1 and +2 (a memory fault, an illegal instruction)
+ * until SIGTERM or SIGINT; returns the exit code.
  */
 int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx);
 

@@ -69,7 +69,7 @@ static void usage(FILE *to)
 		"                     (0..100, default %d; kfd_workload only)\n"
 		"  --host-mb H        H MiB of ordinary host memory (anonymous, private) in a pattern of\n"
 		"                     its own, checked by every verification (default 0: none)\n"
-		"signals: SIGUSR1 verify, SIGUSR2 heartbeat check, SIGHUP rewrite, SIGTERM/SIGINT exit\n",
+		"signals: SIGUSR1 verify, SIGUSR2 heartbeat check, SIGHUP rewrite, SIGRTMIN+1/+2 memory/illegal fault, SIGTERM/SIGINT exit\n",
 		wl_prog, WL_DEFAULT_VRAM_MB, WL_DEFAULT_BO_MB, WL_DEFAULT_HB_TIMEOUT_MS, WL_DEFAULT_REWRITE_PCT);
 }
 
@@ -1032,7 +1032,11 @@ void wl_check_heartbeats(struct wl_report *r, const struct wl_heartbeat *hb, uns
 
 /* ---- the main loop ------------------------------------------------------------ */
 
-static volatile sig_atomic_t got_usr1, got_usr2, got_hup, got_term;
+static volatile sig_atomic_t got_usr1, got_usr2, got_hup, got_fault, got_term;
+
+/* The fault requests: SIGRTMIN+1 a memory violation, SIGRTMIN+2 an illegal instruction */
+static const char *const fault_kinds[] = { NULL, "memory", "illegal" };
+#define FAULT_SIGNALS 2
 
 static void on_signal(int sig)
 {
@@ -1042,6 +1046,8 @@ static void on_signal(int sig)
 		got_usr2 = 1;
 	else if (sig == SIGHUP)
 		got_hup = 1;
+	else if (sig > SIGRTMIN && sig <= SIGRTMIN + FAULT_SIGNALS)
+		got_fault = sig - SIGRTMIN;
 	else
 		got_term = 1;
 }
@@ -1054,6 +1060,8 @@ static sigset_t contract_signals(void)
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
 	sigaddset(&set, SIGHUP);
+	for (int i = 1; i <= FAULT_SIGNALS; i++)
+		sigaddset(&set, SIGRTMIN + i);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	return set;
@@ -1069,6 +1077,8 @@ void wl_signals_block(void)
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	for (int i = 1; i <= FAULT_SIGNALS; i++)
+		sigaction(SIGRTMIN + i, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	wl_guard_init();
@@ -1123,6 +1133,26 @@ static void run_rewrite(const struct wl_opts *o, const struct wl_ops *ops, void 
 	wl_report_free(&r);
 }
 
+/* FAULT: a fault of @kind, made and reported as the workload's fault op says */
+static void run_fault(const struct wl_opts *o, const struct wl_ops *ops, void *ctx, const char *kind)
+{
+	unsigned int ms = 0;
+	struct wl_report r;
+	char line[700];
+
+	wl_report_init(&r);
+	if (!ops->fault)
+		wl_fail(&r, "this workload cannot make its GPU fault");
+	else
+		ops->fault(ctx, kind, &ms, &r);
+	if (r.failures)
+		snprintf(line, sizeof(line), "FAULT FAIL: %s", r.first);
+	else
+		snprintf(line, sizeof(line), "FAULT OK: %s: reported in %u ms", kind, ms);
+	wl_publish(o->state, ".fault", line, r.failures > 1 ? r.log : NULL);
+	wl_report_free(&r);
+}
+
 int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
 {
 	sigset_t wait_mask;
@@ -1131,6 +1161,8 @@ int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
 	sigdelset(&wait_mask, SIGUSR1);
 	sigdelset(&wait_mask, SIGUSR2);
 	sigdelset(&wait_mask, SIGHUP);
+	for (int i = 1; i <= FAULT_SIGNALS; i++)
+		sigdelset(&wait_mask, SIGRTMIN + i);
 	sigdelset(&wait_mask, SIGTERM);
 	sigdelset(&wait_mask, SIGINT);
 
@@ -1139,7 +1171,7 @@ int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
 
 	for (;;) {
 		/* criu may interrupt this at any time; it just comes back here */
-		while (!got_usr1 && !got_usr2 && !got_hup && !got_term)
+		while (!got_usr1 && !got_usr2 && !got_hup && !got_fault && !got_term)
 			sigsuspend(&wait_mask);
 		if (got_term)
 			break;
@@ -1154,6 +1186,12 @@ int wl_serve(const struct wl_opts *o, const struct wl_ops *ops, void *ctx)
 		if (got_hup) {
 			got_hup = 0;
 			run_rewrite(o, ops, ctx);
+		}
+		if (got_fault) {
+			const char *kind = fault_kinds[got_fault];
+
+			got_fault = 0;
+			run_fault(o, ops, ctx, kind);
 		}
 	}
 	printf("EXIT\n");

@@ -11,13 +11,16 @@
 #                                     $WL_ROOT and $WL_BIN (test/e2e/lib/userlands.sh): chrooted
 #                                     into that root, the workload from that directory;
 #                                     $WL_ENV: environment assignments for it ("A=1 B=2")
-#   wl_ask <pid> <state> verify|heartbeat|rewrite [seconds]   SIGUSR1/SIGUSR2/SIGHUP, wait for
+#   wl_ask <pid> <state> verify|heartbeat|rewrite|fault-memory|fault-illegal [seconds]
+#                                     SIGUSR1/SIGUSR2/SIGHUP/SIGRTMIN+1/SIGRTMIN+2, wait for
 #                                     the (fresh) result file, print its first line; false
 #                                     without a result
 #   wl_rewrite <pid> <state> [seconds]  SIGHUP: the workload rewrites --rewrite-pct % of its
 #                                     content (kfd only); the result's first line in WL_REWRITE,
 #                                     true if it is REWRITE OK
 #   tap_verify <name> <pid> <state> [seconds]     one TAP result: VERIFY OK
+#   tap_fault <name> <pid> <state> memory|illegal   one TAP result: the GPU faults on purpose and
+#                                 the runtime tells the workload within 5 s (FAULT OK)
 #   tap_heartbeat <name> <pid> <state> [seconds]  one TAP result: HEARTBEAT OK
 #   tap_asked <name> <pid> <state> verify|heartbeat <pattern> [seconds]   one TAP result: the
 #                                     result's first line matches the glob pattern
@@ -60,6 +63,8 @@ wl_ask() {
 	verify) sig=USR1 ;;
 	heartbeat) sig=USR2 ;;
 	rewrite) sig=HUP ;;
+	fault-memory) sig=RTMIN+1 file=$2.fault ;;
+	fault-illegal) sig=RTMIN+2 file=$2.fault ;;
 	*) echo "wl_ask: no such request '$3'"; return 1 ;;
 	esac
 	[ -n "$limit" ] || { [ "$3" = heartbeat ] && limit=60 || limit=120; }
@@ -90,6 +95,17 @@ wl_rewrite() {
 }
 
 tap_verify() { tap_asked "$1" "$2" "$3" verify "VERIFY OK" "${4:-}"; }
+# tap_fault <name> <pid> <state> <kind>: the workload makes its GPU fault as <kind> says (memory,
+# illegal) and the runtime must tell it within 5 s (FAULT OK, with the time it took)
+tap_fault() {
+	local line
+	line=$(wl_ask "$2" "$3" "fault-$4" 60)
+	if [[ $line == "FAULT OK"* ]]; then
+		tap_ok "$1 (${line#FAULT OK: })"
+	else
+		tap_not_ok "$1" "$line"
+	fi
+}
 tap_heartbeat() { tap_asked "$1" "$2" "$3" heartbeat "HEARTBEAT OK" "${4:-}"; }
 
 tap_alive_verified() {

@@ -7,7 +7,8 @@
 # run (/dev/kfd and the render nodes passed in), checkpointed with --export, the container
 # removed, the emulator reloaded as another node (other gpu_ids, the same render nodes), and
 # restored with --import under a new name: the workload carries on, every byte verified, its
-# queues running. Each container's runtime sees the node's first GPU (ROCR_VISIBLE_DEVICES=0, as a
+# queues running, and ROCm's runtime workload hears of a memory fault and of an illegal
+# instruction on its GPU (the runtime's registration with KFD came back with it: e2e/66). Each container's runtime sees the node's first GPU (ROCR_VISIBLE_DEVICES=0, as a
 # job of one process per GPU sets it): a ROCm 6.x process holds about 60 MiB of context save area
 # per queue, and the export carries it, so one GPU's queues halve what the import unpacks under
 # emulation. trixie guest (its crun is built with CRIU), 4 GiB like the other Podman scenarios;
@@ -47,6 +48,11 @@ for version in $(userland_versions); do
 		rm -f "$PODMAN_DIR/$name.tar.gz"
 		pid=$(gpu_container_pid "$name-2")
 		tap_alive_verified "$tag: migrated to other gpu_ids" "$pid" "$state"
+		# a migrated job still hears of its GPU's errors (e2e/66 says why it might not)
+		if [ "$w" = rocr ]; then
+			tap_fault "$tag: migrated, a memory fault reaches the runtime" "$pid" "$state" memory
+			tap_fault "$tag: migrated, an illegal instruction reaches the runtime" "$pid" "$state" illegal
+		fi
 		podman_teardown
 		pm rmi -f "$PODMAN_IMAGE" >/dev/null 2>&1
 	done
