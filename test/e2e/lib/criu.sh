@@ -9,7 +9,9 @@
 #   tap_dump <name> <pid> <dir> [args...]     one TAP result: the dump succeeds (names the log)
 #   tap_dump_gone <name> <pid> <state> <dir> [args...]   tap_dump, then the dumped task is let go
 #                                             of (waits for it, SIGKILL if it stays)
-#   tap_restore <name> <dir> [args...]        one TAP result: the restore succeeds (names the log)
+#   tap_restore <name> <dir> [args...]        one TAP result: the restore succeeds (names the log);
+#                                             then the watchdog: one more per restored workload, its
+#                                             heartbeat on every GPU within seconds (restore_watchdog)
 #   tap_restore_fails <name> <dir> [args...]  one TAP result: the restore fails
 #   tap_dumped_or_end <name> <pid> <dir> [criu args...]   criu_dump as it is (no --link-remap) as
 #                                             one TAP result: it succeeds and the task is gone; if
@@ -68,10 +70,25 @@ tap_restore() {
 	shift
 	if wl_restore "$@"; then
 		tap_ok "$name"
+		restore_watchdog "$name" "$CRIU_LAST_LOG"
 	else
 		tap_not_ok "$name" "$(criu_log_names "$CRIU_LAST_LOG")"
 		return 1
 	fi
+}
+
+# restore_watchdog <name> <restore log>: every workload criu restored (its "Forking task with <pid>"
+# lines; a workload's state file names its pid) makes progress on every GPU it uses within seconds
+# (its heartbeat), so that no scenario can pass with a restored task that hangs. A scenario that
+# restores a task broken on purpose sets E2E_NO_WATCHDOG=1 around it.
+restore_watchdog() {
+	local name=$1 log=$2 p state
+	[ "${E2E_NO_WATCHDOG:-0}" != 1 ] || return 0
+	for p in $(sed -nE 's/.*Forking task with ([0-9]+) pid.*/\1/p' "$log" | sort -un); do
+		state=$(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n '/^--state$/{n;p;q}')
+		[ -n "$state" ] && [ -s "$state" ] && grep -qx "pid $p" "$state" || continue
+		tap_heartbeat "$name: watchdog: pid $p runs on every GPU it uses" "$p" "$state" 30
+	done
 }
 
 # tap_restore_fails: false when the restore succeeded (the caller may have a task to end).
@@ -121,6 +138,7 @@ tap_restored_or_end() {
 	rc=$?
 	if [ "$rc" -eq 0 ] && kill -0 "$p" 2>/dev/null; then
 		tap_ok "$name"
+		restore_watchdog "$name" "$CRIU_LAST_LOG"
 		return 0
 	fi
 	tap_not_ok "$name" "criu status $rc: $(criu_errors "$CRIU_LAST_LOG")"
