@@ -24,7 +24,8 @@
 # KFD does not checkpoint debug sessions), the task running on. Another job: dumped (the plugin
 # saying how the runtime was registered), restored after a reload with other gpu_ids and render
 # minors (registered again), the task the one dumped, verified; dumped again from there, restored
-# on the same node; both faults reported. In the trixie guest also a HIP job whose GPUs
+# on the same node; both faults reported. At its dump the job's streams wait for their signals in
+# KFD (WAIT_EVENTS); the verification after the restore needs those waits to end. In the trixie guest also a HIP job whose GPUs
 # run kernels all the time (hip_kernel_workload): HIP aborts it, naming the HSA status, when a
 # kernel of it faults, before any checkpoint and in a job restored on other gpu_ids
 # (the same images restored twice: once for each kind of fault).
@@ -61,7 +62,7 @@ debug_session_open() {
 }
 
 one_job() {
-	local tag=$1 mark
+	local tag=$1 mark waiting
 	wl_fresh rocr preset=2xmi210 -- --vram-mb 2 || return
 	mark="e2e 66: $tag faults $(date +%s%N)"
 	dmesg_mark "$mark"
@@ -83,9 +84,12 @@ one_job() {
 	rm -rf "$img"
 	wl_kill "$pid"
 
-	# a job that faults only once restored, twice
+	# a job that faults only once restored, twice; at the dump its streams wait for their
+	# signals in KFD (WAIT_EVENTS), and restored, those waits must end (its rounds go on)
 	wl_fresh rocr preset=2xmi210 -- --vram-mb 2 || return
 	task_snapshot "$pid" "$RESULTS_DIR/rocr-66.dumped"
+	waiting=$(cat /proc/"$pid"/task/*/wchan 2>/dev/null | grep -c wait_events)
+	tap_check "$tag: threads of the job wait for KFD events as the dump begins ($waiting)" [ "$waiting" -ge 1 ]
 	tap_dump_gone "$tag: criu dump" "$pid" "$state" "$img" || { wl_kill "$pid"; return; }
 	tap_registration "$tag: the dump read how the runtime was registered with KFD" "$CRIU_LAST_LOG" \
 		"ROCm's runtime is registered with KFD \(r_debug 0x[0-9a-f]+"
