@@ -570,6 +570,8 @@ u64 emu_gpu_debug_prop(const struct emu_gpu *gpu);
 #endif
 void emu_process_put(struct emu_process *p);
 struct emu_pdd *emu_pdd_by_user_id(struct emu_process *p, u32 user_gpu_id);
+/* the GPU's apertures in the process's address space, as GET_PROCESS_APERTURES(_NEW) give them */
+void emu_fill_apertures(const struct emu_pdd *pdd, struct kfd_process_device_apertures *ap);
 struct emu_pdd *emu_pdd_by_gpu(struct emu_process *p, struct emu_gpu *gpu);
 int emu_pdd_bind(struct emu_pdd *pdd);
 struct emu_pdd *emu_pdd_bound(struct emu_process *p, u32 user_gpu_id);

@@ -88,14 +88,16 @@ static void emu_dbg_device_entry(const struct emu_pdd *pdd, struct kfd_dbg_devic
 {
 	const struct emu_gpu *gpu = pdd->gpu;
 	const struct emu_model *m = gpu->model;
+	struct kfd_process_device_apertures ap;
 
+	emu_fill_apertures(pdd, &ap);
 	memset(e, 0, sizeof(*e));
-	e->lds_base = EMU_LDS_BASE;
-	e->lds_limit = EMU_LDS_BASE | EMU_APERTURE_SPAN;
-	e->scratch_base = EMU_SCRATCH_BASE;
-	e->scratch_limit = EMU_SCRATCH_BASE | EMU_APERTURE_SPAN;
-	e->gpuvm_base = EMU_GPUVM_BASE;
-	e->gpuvm_limit = EMU_GPUVM_LIMIT;
+	e->lds_base = ap.lds_base;
+	e->lds_limit = ap.lds_limit;
+	e->scratch_base = ap.scratch_base;
+	e->scratch_limit = ap.scratch_limit;
+	e->gpuvm_base = ap.gpuvm_base;
+	e->gpuvm_limit = ap.gpuvm_limit;
 	e->gpu_id = gpu->gpu_id;
 	e->location_id = gpu->location_id;
 	e->vendor_id = EMU_VENDOR_AMD;

@@ -501,8 +501,7 @@ static int emu_ioctl_get_version(struct file *filp, struct emu_process *p, void 
 	return 0;
 }
 
-static void emu_fill_apertures(struct emu_pdd *pdd,
-			       struct kfd_process_device_apertures *ap)
+void emu_fill_apertures(const struct emu_pdd *pdd, struct kfd_process_device_apertures *ap)
 {
 	ap->gpu_id = pdd->user_gpu_id;
 	ap->lds_base = EMU_LDS_BASE;
