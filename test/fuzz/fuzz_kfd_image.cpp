@@ -2,8 +2,8 @@
 //
 // An amdgpu-kfd-<id>.img, from the file to the last step before the restore's first KFD ioctl:
 // the framed protobuf through the image reader, the topology it describes, the GPU matcher onto
-// the local node, each BO's GPU in that map, and the driver's private data resized for the local
-// GPU count (restore_session.cpp's order).
+// the local node, each BO's GPU in that map, the driver's private data resized for the local GPU
+// count, and the runtime's registration with KFD (restore_session.cpp's order).
 #include "fuzz_support.hpp"
 
 #include "gpu_matcher.hpp"
@@ -27,6 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)mapped;
 		priv_data_for_devices({ msg->priv_data.data, msg->priv_data.len }, msg->num_of_gpus,
 				      fuzz::local_topology().gpus().size(), kfd_image_name(1));
+		(void)kfd_runtime(*msg, kfd_image_name(1));
 	});
 	return 0;
 }
