@@ -214,12 +214,8 @@ TEST_F(DumpSessionTest, OnKfd113TheRuntimeRegistrationIsReadWhilePausedAndSaved)
 	gpu.runtime = { kfd::RuntimeState::enabled, 0x7f00dead1000, true };
 	ASSERT_FALSE(dump());
 	EXPECT_EQ(gpu.runtime_asked_for, 4242);
-	const std::vector<test::FakeGpu::Call> &calls = gpu.calls();
-	const auto at = [&](Op op) {
-		return std::find_if(calls.begin(), calls.end(), [&](const auto &c) { return c.op == op; }) -
-		       calls.begin();
-	};
-	EXPECT_LT(at(Op::process_info), at(Op::runtime_info)) << "read while the task's queues could run";
+	EXPECT_LT(gpu.first_call(Op::process_info), gpu.first_call(Op::runtime_info))
+		<< "read while the task's queues could run";
 	const CriuKfdPtr msg = read_criu_kfd(ImageDir::files(images.fd()), kFileId);
 	const std::optional<kfd::RuntimeInfo> saved = kfd_runtime(*msg, "kfd image");
 	ASSERT_TRUE(saved) << "the image does not say how the runtime was registered";

@@ -109,6 +109,12 @@ int FakeGpu::count(Op op) const
 	return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), [&](const Call &c) { return c.op == op; }));
 }
 
+size_t FakeGpu::first_call(Op op) const
+{
+	return static_cast<size_t>(
+		std::find_if(calls_.begin(), calls_.end(), [&](const Call &c) { return c.op == op; }) - calls_.begin());
+}
+
 int FakeGpu::paused_fd() const
 {
 	for (const Call &c : calls_)

@@ -161,13 +161,6 @@ protected:
 		close(task_fd);
 		gpu.version = kfd::kRuntimeEnableSince;
 	}
-
-	size_t call_index(Op op) const
-	{
-		const auto &calls = gpu.calls();
-		return std::find_if(calls.begin(), calls.end(), [&](const auto &c) { return c.op == op; }) -
-		       calls.begin();
-	}
 };
 
 TEST_F(RuntimeRestoreTest, TheRuntimeIsRegisteredAgainOnTheTasksKfdFileBeforeKfdRestoresItsQueues)
@@ -180,7 +173,7 @@ TEST_F(RuntimeRestoreTest, TheRuntimeIsRegisteredAgainOnTheTasksKfdFileBeforeKfd
 	EXPECT_EQ(gpu.runtime_enabled[0].r_debug, 0x7f00dead1000u);
 	EXPECT_TRUE(gpu.runtime_enabled[0].ttmp_setup);
 	EXPECT_TRUE(gpu.called(Op::runtime_enable, fd)) << "registered through another file than the task's";
-	EXPECT_LT(call_index(Op::runtime_enable), call_index(Op::restore));
+	EXPECT_LT(gpu.first_call(Op::runtime_enable), gpu.first_call(Op::restore));
 	close(fd);
 }
 

@@ -73,6 +73,8 @@ public:
 	const std::vector<Call> &calls() const { return calls_; }
 	bool called(Op op, int fd) const;
 	int count(Op op) const;
+	// Where the first call of `op` stands among all calls (calls().size() if none).
+	size_t first_call(Op op) const;
 	// The fd PROCESS_INFO paused (or -1).
 	int paused_fd() const;
 	// The fds `op` handed out (CHECKPOINT and RESTORE: dma-bufs) that are open. A number the
