@@ -28,8 +28,14 @@ public:
 	{
 		if (fd_ >= 0)
 			close(fd_);
+		// A process a test started (a restore guard, say) may still unlink a file of its own
+		// in here as it ends; remove_all gives up at the first entry that vanished under it.
 		std::error_code ec;
-		std::filesystem::remove_all(path_, ec);
+		for (int attempt = 0; attempt < 50 && std::filesystem::exists(path_, ec); attempt++) {
+			if (attempt)
+				usleep(20 * 1000);
+			std::filesystem::remove_all(path_, ec);
+		}
 	}
 	TempDir(const TempDir &) = delete;
 	TempDir &operator=(const TempDir &) = delete;
