@@ -4,13 +4,13 @@
 // the test kills "criu" as the OOM killer would. What the guard does to the task (a ptrace and an
 // UNPAUSE for a dump, SIGKILL for a restore) and what it writes to its log is what a user would
 // see; the KFD side of UNPAUSE is the VM suite's (e2e/90).
-#include "dump_guard.hpp"
-#include "guard_process.hpp"
-#include "restore_guard.hpp"
+#include "guard/dump_guard.hpp"
+#include "guard/guard_process.hpp"
+#include "guard/restore_guard.hpp"
 
 #include "support/sleeping_child.hpp"
 #include "support/temp_dir.hpp"
-#include "unique_fd.hpp"
+#include "support/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -160,7 +160,8 @@ TEST(DumpGuard, ResumesAWatchedTaskWhenCriuDies)
 	pid_t task = -1, criu = -1;
 	ASSERT_NO_FATAL_FAILURE(kill_criu_of_guarded_dump(dir, DumpEnd::die, task, criu));
 	const auto log = dir.path() / guard::kLogName;
-	for (int i = 0; i < 50 && !std::filesystem::exists(log); i++)
+	// The guard creates its log, then writes the line: wait for a whole line, not for the file.
+	for (int i = 0; i < 50 && read_file(log).find('\n') == std::string::npos; i++)
 		usleep(100 * 1000);
 	const std::string text = read_file(log);
 	// The stand-in for the task's kfd file is /dev/null: the guard got as far as UNPAUSE (it
