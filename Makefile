@@ -37,8 +37,8 @@ PROTO_H    := $(BUILD)/images/criu-amdgpu.pb-c.h
 PROTO_O    := $(BUILD)/images/criu-amdgpu.pb-c.o
 
 # The plugin core: everything but the hook entry and the descriptor, so tests and tools link it too.
-ENTRY_SRCS := plugins/amdgpu/plugin_entry.cpp plugins/amdgpu/plugin_descriptor.cpp
-CORE_SRCS  := $(filter-out $(ENTRY_SRCS),$(wildcard plugins/amdgpu/*.cpp))
+ENTRY_SRCS := plugins/amdgpu/hooks/plugin_entry.cpp plugins/amdgpu/hooks/plugin_descriptor.cpp
+CORE_SRCS  := $(filter-out $(ENTRY_SRCS),$(wildcard plugins/amdgpu/*/*.cpp))
 CORE_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(CORE_SRCS)) $(PROTO_O)
 CORE_LIB   := $(BUILD)/libamdgpu_core.a
 ENTRY_OBJ  := $(patsubst %.cpp,$(BUILD)/%.o,$(ENTRY_SRCS))
@@ -118,8 +118,8 @@ $(CORE_LIB): $(CORE_OBJS)
 	ar rcs $@ $^
 
 # Only the plugin descriptor is exported; criu provides print_on_level and criu_get_image_dir.
-$(PLUGIN): $(ENTRY_OBJ) $(CORE_LIB) plugins/amdgpu/amdgpu_plugin.map
-	$(CXX) $(LDFLAGS) -shared -o $@ $(ENTRY_OBJ) $(CORE_LIB) -Wl,--as-needed $(LDLIBS) -Wl,--version-script=plugins/amdgpu/amdgpu_plugin.map
+$(PLUGIN): $(ENTRY_OBJ) $(CORE_LIB) plugins/amdgpu/hooks/amdgpu_plugin.map
+	$(CXX) $(LDFLAGS) -shared -o $@ $(ENTRY_OBJ) $(CORE_LIB) -Wl,--as-needed $(LDLIBS) -Wl,--version-script=plugins/amdgpu/hooks/amdgpu_plugin.map
 
 tools: $(TOOLS)
 
@@ -242,7 +242,7 @@ emu:
 	@$(MAKE) --no-print-directory -C test/emu
 
 format:
-	clang-format -i $(wildcard plugins/amdgpu/*.[ch]pp tools/*.cpp test/unit/*.cpp test/unit/*/*.cpp test/unit/*/*.hpp)
+	clang-format -i $(wildcard plugins/amdgpu/*/*.[ch]pp tools/*.cpp test/unit/*.cpp test/unit/*/*.cpp test/unit/*/*.hpp)
 
 clean:
 	rm -rf $(BUILD) $(PLUGIN)

@@ -3,15 +3,15 @@
 // amdgpu-topology: shows the KFD topology the plugin sees, and which local GPU would take the
 // place of each GPU of a checkpoint (another node's topology tree, or criu images) on restore, and
 // checks a checkpoint's GPU images against their checksums.
-#include "error.hpp"
-#include "gpu_matcher.hpp"
-#include "image_store.hpp"
-#include "image_verify.hpp"
-#include "metadata_images.hpp"
-#include "options.hpp"
-#include "topology.hpp"
-#include "topology_image.hpp"
-#include "unique_fd.hpp"
+#include "support/error.hpp"
+#include "matching/gpu_matcher.hpp"
+#include "images/image_store.hpp"
+#include "images/image_verify.hpp"
+#include "images/metadata_images.hpp"
+#include "sessions/options.hpp"
+#include "topology/topology.hpp"
+#include "topology/topology_image.hpp"
+#include "support/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <getopt.h>

@@ -6,7 +6,7 @@
 // Prints the median GB/s of several runs and, for copy engines of 10 and 25 GB/s (a real GPU's
 // SDMA), the share of a copy the hashing would take were it not hidden behind the engine (one
 // worker thread per GPU hashes while its engine fills the next staging buffer). Asserts nothing.
-#include "image_checksums.hpp"
+#include "images/image_checksums.hpp"
 
 #include <algorithm>
 #include <chrono>

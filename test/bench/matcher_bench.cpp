@@ -4,9 +4,9 @@
 // in one hive over two sockets) and on inputs that make backtracking matchers explode: many
 // identical GPUs and no valid mapping. Prints the median of several runs; asserts nothing about
 // time.
-#include "error.hpp"
-#include "gpu_matcher.hpp"
-#include "topology.hpp"
+#include "support/error.hpp"
+#include "matching/gpu_matcher.hpp"
+#include "topology/topology.hpp"
 
 #include <algorithm>
 #include <chrono>

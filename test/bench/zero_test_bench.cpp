@@ -3,7 +3,7 @@
 // What the dump's zero test costs the CPU (sparse_pages.hpp): zero_runs over a 64 MiB staging
 // buffer that is all zeros (the whole buffer scanned), dense (one word per 64 KiB block), and 80 %
 // zeros in 1 MiB runs. Prints the median GB/s of several runs; asserts nothing about time.
-#include "sparse_pages.hpp"
+#include "images/sparse_pages.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -6,10 +6,10 @@
 // count, and the runtime's registration with KFD (restore_session.cpp's order).
 #include "fuzz_support.hpp"
 
-#include "gpu_matcher.hpp"
-#include "kfd_priv_data.hpp"
-#include "metadata_images.hpp"
-#include "topology_image.hpp"
+#include "matching/gpu_matcher.hpp"
+#include "driver/kfd_priv_data.hpp"
+#include "images/metadata_images.hpp"
+#include "topology/topology_image.hpp"
 
 using namespace amdgpu;
 

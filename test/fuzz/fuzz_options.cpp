@@ -4,7 +4,7 @@
 // are the values of the variables below, in order (a missing piece: unset), then plugin options.
 #include "fuzz_support.hpp"
 
-#include "options.hpp"
+#include "sessions/options.hpp"
 
 #include <algorithm>
 #include <array>

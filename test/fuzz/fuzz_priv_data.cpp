@@ -4,7 +4,7 @@
 // choose the image's and the local GPU counts, the rest is the blob.
 #include "fuzz_support.hpp"
 
-#include "kfd_priv_data.hpp"
+#include "driver/kfd_priv_data.hpp"
 
 #include <span>
 

@@ -3,7 +3,7 @@
 // An amdgpu-renderD-<id>.img through the image reader and its decoder.
 #include "fuzz_support.hpp"
 
-#include "metadata_images.hpp"
+#include "images/metadata_images.hpp"
 
 using namespace amdgpu;
 

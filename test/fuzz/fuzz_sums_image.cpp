@@ -6,9 +6,9 @@
 // chain is refused).
 #include "fuzz_support.hpp"
 
-#include "image_chain.hpp"
-#include "image_checksums.hpp"
-#include "pages_blocks.hpp"
+#include "images/image_chain.hpp"
+#include "images/image_checksums.hpp"
+#include "images/pages_blocks.hpp"
 
 using namespace amdgpu;
 

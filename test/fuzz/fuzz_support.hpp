@@ -6,10 +6,10 @@
 // other exception, a crash or a sanitizer report is a finding.
 #pragma once
 
-#include "error.hpp"
-#include "image_store.hpp"
-#include "topology.hpp"
-#include "unique_fd.hpp"
+#include "support/error.hpp"
+#include "images/image_store.hpp"
+#include "topology/topology.hpp"
+#include "support/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
 // node of a restore of the checked-in topology.
 #include "fuzz_support.hpp"
 
-#include "gpu_matcher.hpp"
+#include "matching/gpu_matcher.hpp"
 
 #include <algorithm>
 #include <fstream>

@@ -2,12 +2,12 @@
 //
 // Writes the seed corpora of the harnesses (test/fuzz/corpus/<harness>/) with the plugin's own
 // writers: `make fuzz-seeds`. The seeds are small and checked in; libFuzzer grows its own copy.
-#include "image_checksums.hpp"
-#include "image_store.hpp"
-#include "metadata_images.hpp"
-#include "topology.hpp"
-#include "topology_image.hpp"
-#include "unique_fd.hpp"
+#include "images/image_checksums.hpp"
+#include "images/image_store.hpp"
+#include "images/metadata_images.hpp"
+#include "topology/topology.hpp"
+#include "topology/topology_image.hpp"
+#include "support/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -2,8 +2,8 @@
 //
 // amdgpu-topology as a user runs it before a migration: the tool built next to this test binary
 // (build/bin/), on the checked-in sysfs trees.
-#include "dump_session.hpp"
-#include "image_checksums.hpp"
+#include "sessions/dump_session.hpp"
+#include "images/image_checksums.hpp"
 #include "support/fake_gpu.hpp"
 #include "support/temp_dir.hpp"
 #include "topology_fixtures.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "copy_overlap.hpp"
+#include "copy/copy_overlap.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,11 +3,11 @@
 // The thread that runs the dump's GPU copies beside criu: items run in the order posted, one at a
 // time; the first failure reaches the join and the later items only clean up; the thread's log
 // lines reach criu's log from criu's thread alone.
-#include "copy_worker.hpp"
+#include "copy/copy_worker.hpp"
 
 #include "criu_host.hpp"
-#include "error.hpp"
-#include "log.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
 
 #include <gtest/gtest.h>
 

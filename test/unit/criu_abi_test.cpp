@@ -3,7 +3,7 @@
 // Which hook ABI the plugin picks for each criu it may be loaded into (criu_abi.hpp). No whole
 // "cr_plugin_*" entry name may appear as a literal here: this binary loads the plugin, and the
 // plugin looks for those names in the executable that loads it.
-#include "criu_abi.hpp"
+#include "criu/criu_abi.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // Finding a GPU's render node by its device number in a directory where a container may hold it
 // under another name. The directory is made of symlinks to /dev/null and /dev/zero (stat follows
 // them), so the test needs no privilege to make device nodes.
-#include "device_files.hpp"
+#include "driver/device_files.hpp"
 
 #include "support/temp_dir.hpp"
 

@@ -4,11 +4,11 @@
 // that succeeds leaves the kfd image and one pages image per GPU; a dump that fails at any step
 // leaves the task's queues resumed, no image of the file, no fd of the plugin's, and gives criu
 // the errno and a message naming the step that failed.
-#include "dump_session.hpp"
+#include "sessions/dump_session.hpp"
 
-#include "error.hpp"
-#include "metadata_images.hpp"
-#include "options.hpp"
+#include "support/error.hpp"
+#include "images/metadata_images.hpp"
+#include "sessions/options.hpp"
 #include "support/fake_gpu.hpp"
 #include "support/sleeping_child.hpp"
 #include "support/temp_dir.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "support/fake_gpu.hpp"
 
-#include "device_files.hpp"
+#include "driver/device_files.hpp"
 
 #include <fcntl.h>
 

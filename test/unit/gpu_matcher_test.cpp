@@ -2,12 +2,12 @@
 //
 // GPU matching on restore: upstream's remap cases, the policy switches, containers and larger
 // nodes, and agreement with exhaustive search.
-#include "gpu_matcher.hpp"
+#include "matching/gpu_matcher.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 #include "support/temp_dir.hpp"
 #include "topology_fixtures.hpp"
-#include "topology_image.hpp"
+#include "topology/topology_image.hpp"
 
 #include <gtest/gtest.h>
 

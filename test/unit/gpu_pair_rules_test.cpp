@@ -2,8 +2,8 @@
 //
 // The matcher's rooms on their own: each pair rule with the reason a user reads in a refusal,
 // and the bipartite matching's preference order and its account of a failed Hall condition.
-#include "bipartite_matching.hpp"
-#include "gpu_pair_rules.hpp"
+#include "matching/bipartite_matching.hpp"
+#include "matching/gpu_pair_rules.hpp"
 
 #include <gtest/gtest.h>
 

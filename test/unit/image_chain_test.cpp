@@ -5,11 +5,11 @@
 // does. An incremental image holds only the blocks the chain lacks, whatever pieces the bytes come
 // in; any length of chain gives back every byte; a chain that cannot be used is cut short, saying
 // why, and never leaned on.
-#include "error.hpp"
-#include "image_chain.hpp"
-#include "image_checksums.hpp"
-#include "image_store.hpp"
-#include "pages_blocks.hpp"
+#include "support/error.hpp"
+#include "images/image_chain.hpp"
+#include "images/image_checksums.hpp"
+#include "images/image_store.hpp"
+#include "images/pages_blocks.hpp"
 
 #include "support/random_bytes.hpp"
 #include "support/temp_dir.hpp"

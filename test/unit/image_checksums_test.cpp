@@ -4,8 +4,8 @@
 // (in pieces, or with holes), blocks of zeros marked instead of hashed, the sums image's round trip
 // and its refusals, and the messages that name a damaged block.
 #include "criu-amdgpu.pb-c.h"
-#include "error.hpp"
-#include "image_checksums.hpp"
+#include "support/error.hpp"
+#include "images/image_checksums.hpp"
 
 #include "support/random_bytes.hpp"
 #include "support/temp_dir.hpp"

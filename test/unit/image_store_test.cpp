@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "image_store.hpp"
+#include "images/image_store.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 #include "support/temp_dir.hpp"
 
 #include <sys/stat.h>

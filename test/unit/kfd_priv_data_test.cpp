@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "kfd_priv_data.hpp"
+#include "driver/kfd_priv_data.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "metadata_images.hpp"
+#include "images/metadata_images.hpp"
 
-#include "error.hpp"
-#include "image_store.hpp"
+#include "support/error.hpp"
+#include "images/image_store.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>

@@ -5,15 +5,15 @@
 // too) joins the copy before the task's queues resume. The guard copies with a fake engine
 // (FakeGpu, as the guard forked it) from images a fake dump wrote. What criu would see: the join's
 // outcome and its log, or the error that fails the hook.
-#include "restore_copies.hpp"
-#include "restore_guard.hpp"
-#include "restore_session.hpp"
+#include "copy/restore_copies.hpp"
+#include "guard/restore_guard.hpp"
+#include "sessions/restore_session.hpp"
 
-#include "dump_session.hpp"
-#include "error.hpp"
-#include "guard_process.hpp"
-#include "image_store.hpp"
-#include "options.hpp"
+#include "sessions/dump_session.hpp"
+#include "support/error.hpp"
+#include "guard/guard_process.hpp"
+#include "images/image_store.hpp"
+#include "sessions/options.hpp"
 #include "support/fake_gpu.hpp"
 #include "support/temp_dir.hpp"
 #include "topology_fixtures.hpp"

@@ -5,16 +5,16 @@
 // and knows the mappings KFD moved; a restore that fails at any step gives criu the errno and a
 // message naming the step, and leaves nothing of the process: no /dev/kfd or dma-buf fd, no
 // mapping to move, and (once the session is gone) no fd of the plugin's.
-#include "restore_session.hpp"
+#include "sessions/restore_session.hpp"
 
 #include "criu_host.hpp"
-#include "dump_session.hpp"
-#include "error.hpp"
-#include "image_store.hpp"
-#include "kfd_ioctl.hpp"
-#include "metadata_images.hpp"
-#include "options.hpp"
-#include "restore_guard.hpp"
+#include "sessions/dump_session.hpp"
+#include "support/error.hpp"
+#include "images/image_store.hpp"
+#include "driver/kfd_ioctl.hpp"
+#include "images/metadata_images.hpp"
+#include "sessions/options.hpp"
+#include "guard/restore_guard.hpp"
 #include "support/fake_gpu.hpp"
 #include "support/temp_dir.hpp"
 #include "topology_fixtures.hpp"

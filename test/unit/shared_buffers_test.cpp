@@ -2,9 +2,9 @@
 //
 // The census of GPU buffers in one dump: which are held more than once (two processes, or a
 // dma-buf fd), and how much VRAM no dumped process allocated (imported from outside the dump).
-#include "shared_buffers.hpp"
+#include "sessions/shared_buffers.hpp"
 
-#include "kfd_ioctl.hpp"
+#include "driver/kfd_ioctl.hpp"
 
 #include <gtest/gtest.h>
 

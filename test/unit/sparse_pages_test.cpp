@@ -3,8 +3,8 @@
 // Pages images with holes: the zero test, the extents of a payload, and the framed writer and
 // reader over a file (holes where zeros were, plain read() still sees zeros) and over a pipe
 // (every byte carried).
-#include "image_store.hpp"
-#include "sparse_pages.hpp"
+#include "images/image_store.hpp"
+#include "images/sparse_pages.hpp"
 
 #include "support/temp_dir.hpp"
 

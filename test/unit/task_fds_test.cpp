@@ -2,10 +2,10 @@
 //
 // Finding the task's own fd on a file the plugin holds: what lets a restore hand its render-node
 // files over to the task instead of leaving fds of its own behind.
-#include "task_fds.hpp"
+#include "driver/task_fds.hpp"
 
 #include "support/sleeping_child.hpp"
-#include "unique_fd.hpp"
+#include "support/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
 // The sysfs topology parser, the derived link facts, and the topology <-> kfd image conversion.
-#include "topology.hpp"
-#include "topology_image.hpp"
+#include "topology/topology.hpp"
+#include "topology/topology_image.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 #include "support/temp_dir.hpp"
 #include "topology_fixtures.hpp"
 

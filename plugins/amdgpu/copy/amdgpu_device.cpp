@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "amdgpu_device.hpp"
+#include "copy/amdgpu_device.hpp"
 
-#include "error.hpp"
-#include "log.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
 
 #include <amdgpu_drm.h>
 #include <xf86drm.h>

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "bo_transfer.hpp"
+#include "copy/bo_transfer.hpp"
 
-#include "amdgpu_device.hpp"
-#include "error.hpp"
-#include "image_store.hpp"
-#include "log.hpp"
-#include "pages_blocks.hpp"
-#include "sdma_packets.hpp"
-#include "staging_memory.hpp"
-#include "transfer_plan.hpp"
+#include "copy/amdgpu_device.hpp"
+#include "support/error.hpp"
+#include "images/image_store.hpp"
+#include "support/log.hpp"
+#include "images/pages_blocks.hpp"
+#include "copy/sdma_packets.hpp"
+#include "copy/staging_memory.hpp"
+#include "copy/transfer_plan.hpp"
 
 #include <unistd.h>
 

@@ -14,11 +14,11 @@
 // from them (pages_blocks.hpp).
 #pragma once
 
-#include "image_chain.hpp"
-#include "image_checksums.hpp"
-#include "image_store.hpp"
-#include "kfd_ioctl.hpp"
-#include "topology.hpp"
+#include "images/image_chain.hpp"
+#include "images/image_checksums.hpp"
+#include "images/image_store.hpp"
+#include "driver/kfd_ioctl.hpp"
+#include "topology/topology.hpp"
 
 #include <cstdint>
 #include <span>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "copy_overlap.hpp"
+#include "copy/copy_overlap.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <algorithm>
 

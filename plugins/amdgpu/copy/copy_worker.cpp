@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "copy_worker.hpp"
+#include "copy/copy_worker.hpp"
 
-#include "log.hpp"
+#include "support/log.hpp"
 
 #include <unistd.h>
 

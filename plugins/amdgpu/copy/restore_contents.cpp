@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "restore_contents.hpp"
+#include "copy/restore_contents.hpp"
 
-#include "device_files.hpp"
-#include "error.hpp"
-#include "image_chain.hpp"
-#include "kfd_buckets.hpp"
-#include "kfd_ioctl.hpp"
+#include "driver/device_files.hpp"
+#include "support/error.hpp"
+#include "images/image_chain.hpp"
+#include "driver/kfd_buckets.hpp"
+#include "driver/kfd_ioctl.hpp"
 
 #include <cerrno>
 

@@ -16,14 +16,14 @@
 // criu's log is (the guard has none: criu's main process logs them when it joins the copy).
 #pragma once
 
-#include "bo_transfer.hpp"
-#include "gpu_driver.hpp"
-#include "image_checksums.hpp"
-#include "image_store.hpp"
-#include "log.hpp"
-#include "metadata_images.hpp"
-#include "topology.hpp"
-#include "unique_fd.hpp"
+#include "copy/bo_transfer.hpp"
+#include "driver/gpu_driver.hpp"
+#include "images/image_checksums.hpp"
+#include "images/image_store.hpp"
+#include "support/log.hpp"
+#include "images/metadata_images.hpp"
+#include "topology/topology.hpp"
+#include "support/unique_fd.hpp"
 
 #include <cstdint>
 #include <filesystem>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "restore_copies.hpp"
+#include "copy/restore_copies.hpp"
 
-#include "error.hpp"
-#include "log.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

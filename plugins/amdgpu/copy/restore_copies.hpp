@@ -15,8 +15,8 @@
 // another task restores, so no task's queues should run before every copy is done anyway).
 #pragma once
 
-#include "copy_overlap.hpp"
-#include "restore_contents.hpp"
+#include "copy/copy_overlap.hpp"
+#include "copy/restore_contents.hpp"
 
 #include <sys/types.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "sdma_packets.hpp"
+#include "copy/sdma_packets.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "staging_memory.hpp"
+#include "copy/staging_memory.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <numa.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "transfer_plan.hpp"
+#include "copy/transfer_plan.hpp"
 
 #include <algorithm>
 

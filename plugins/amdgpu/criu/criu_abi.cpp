@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "criu_abi.hpp"
+#include "criu/criu_abi.hpp"
 
 #include <dlfcn.h>
 #include <elf.h>

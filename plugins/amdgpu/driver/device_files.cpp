@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "device_files.hpp"
+#include "driver/device_files.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <dirent.h>
 #include <sys/sysmacros.h>

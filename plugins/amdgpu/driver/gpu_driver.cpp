@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "gpu_driver.hpp"
+#include "driver/gpu_driver.hpp"
 
-#include "device_files.hpp"
-#include "error.hpp"
-#include "kfd_contexts.hpp"
-#include "task_fds.hpp"
+#include "driver/device_files.hpp"
+#include "support/error.hpp"
+#include "driver/kfd_contexts.hpp"
+#include "driver/task_fds.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -9,11 +9,11 @@
 // No call logs or throws: the session decides what a failure means.
 #pragma once
 
-#include "kfd_ioctl.hpp"
-#include "shared_buffers.hpp"
+#include "driver/kfd_ioctl.hpp"
 
 #include <sys/types.h>
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -21,6 +21,14 @@
 #include <vector>
 
 namespace amdgpu {
+
+// A dma-buf: the inode of its file. Every fd of one buffer's dma-buf, in any process, names the
+// same one (sessions/shared_buffers.hpp tells shared GPU memory by it).
+struct BufferKey {
+	uint64_t dev = 0;
+	uint64_t ino = 0;
+	auto operator<=>(const BufferKey &) const = default;
+};
 
 class GpuDriver {
 public:

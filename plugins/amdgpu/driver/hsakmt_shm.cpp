@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "hsakmt_shm.hpp"
+#include "driver/hsakmt_shm.hpp"
 
-#include "error.hpp"
-#include "log.hpp"
-#include "unique_fd.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
+#include "support/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <semaphore.h>

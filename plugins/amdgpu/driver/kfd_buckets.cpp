@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "kfd_buckets.hpp"
+#include "driver/kfd_buckets.hpp"
 
-#include "error.hpp"
-#include "topology.hpp"
+#include "support/error.hpp"
+#include "topology/topology.hpp"
 
 #include <cerrno>
 #include <set>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "kfd_contexts.hpp"
+#include "driver/kfd_contexts.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "kfd_ioctl.hpp"
+#include "driver/kfd_ioctl.hpp"
 
 #include <sys/ioctl.h>
 

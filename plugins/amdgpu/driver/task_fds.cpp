@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "task_fds.hpp"
+#include "driver/task_fds.hpp"
 
-#include "device_files.hpp"
-#include "error.hpp"
+#include "driver/device_files.hpp"
+#include "support/error.hpp"
 
 #include <dirent.h>
 #include <linux/kcmp.h>

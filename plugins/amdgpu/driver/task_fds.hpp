@@ -4,7 +4,7 @@
 // those of the tasks criu holds.
 #pragma once
 
-#include "unique_fd.hpp"
+#include "support/unique_fd.hpp"
 
 #include <sys/types.h>
 

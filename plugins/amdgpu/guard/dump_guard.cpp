@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "dump_guard.hpp"
+#include "guard/dump_guard.hpp"
 
-#include "error.hpp"
-#include "guard_process.hpp"
-#include "kfd_ioctl.hpp"
-#include "log.hpp"
+#include "support/error.hpp"
+#include "guard/guard_process.hpp"
+#include "driver/kfd_ioctl.hpp"
+#include "support/log.hpp"
 
 #include <poll.h>
 #include <sys/ptrace.h>

@@ -17,7 +17,7 @@
 // never touched: criu kills tasks only after the plugin's exit hook released the guard.
 #pragma once
 
-#include "guard_process.hpp"
+#include "guard/guard_process.hpp"
 
 #include <sys/types.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "guard_process.hpp"
+#include "guard/guard_process.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -21,7 +21,7 @@
 // to amdgpu-plugin-guard.log in the image directory.
 #pragma once
 
-#include "unique_fd.hpp"
+#include "support/unique_fd.hpp"
 
 #include <sys/types.h>
 #include <unistd.h>

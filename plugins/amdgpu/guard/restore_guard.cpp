@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "restore_guard.hpp"
+#include "guard/restore_guard.hpp"
 
-#include "error.hpp"
-#include "guard_process.hpp"
-#include "log.hpp"
-#include "restore_copies.hpp"
-#include "unique_fd.hpp"
+#include "support/error.hpp"
+#include "guard/guard_process.hpp"
+#include "support/log.hpp"
+#include "copy/restore_copies.hpp"
+#include "support/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

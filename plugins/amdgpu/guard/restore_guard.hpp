@@ -36,9 +36,9 @@
 // would have.
 #pragma once
 
-#include "guard_process.hpp"
-#include "restore_copies.hpp"
-#include "restore_contents.hpp"
+#include "guard/guard_process.hpp"
+#include "copy/restore_copies.hpp"
+#include "copy/restore_contents.hpp"
 
 #include <sys/types.h>
 

@@ -7,8 +7,8 @@
 // constructors ran). This file deliberately does not include criu-plugin.h, whose declaration of
 // CR_PLUGIN_DESC has the table size of the build host's criu.
 
-#include "criu_abi.hpp"
-#include "plugin_hooks.hpp"
+#include "criu/criu_abi.hpp"
+#include "hooks/plugin_hooks.hpp"
 
 #include <cstddef>
 

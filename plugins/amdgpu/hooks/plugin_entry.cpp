@@ -10,19 +10,19 @@
 // hooks criu is told about, and their arguments in the criu at hand, is plugin_descriptor.cpp's and criu_abi.hpp's
 // business.
 
-#include "plugin_hooks.hpp"
+#include "hooks/plugin_hooks.hpp"
 
-#include "criu_abi.hpp"
-#include "criu_api.hpp"
-#include "device_files.hpp"
-#include "error.hpp"
-#include "image_store.hpp"
-#include "dump_session.hpp"
-#include "restore_session.hpp"
-#include "log.hpp"
-#include "options.hpp"
-#include "restore_guard.hpp"
-#include "task_fds.hpp"
+#include "criu/criu_abi.hpp"
+#include "criu/criu_api.hpp"
+#include "driver/device_files.hpp"
+#include "support/error.hpp"
+#include "images/image_store.hpp"
+#include "sessions/dump_session.hpp"
+#include "sessions/restore_session.hpp"
+#include "support/log.hpp"
+#include "sessions/options.hpp"
+#include "guard/restore_guard.hpp"
+#include "driver/task_fds.hpp"
 
 #include <sys/sysmacros.h>
 #include <unistd.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "image_chain.hpp"
+#include "images/image_chain.hpp"
 
-#include "error.hpp"
-#include "image_store.hpp"
+#include "support/error.hpp"
+#include "images/image_store.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -24,8 +24,8 @@
 // writes its own pages whole with --stream).
 #pragma once
 
-#include "image_checksums.hpp"
-#include "unique_fd.hpp"
+#include "images/image_checksums.hpp"
+#include "support/unique_fd.hpp"
 
 #include <cstdint>
 #include <map>

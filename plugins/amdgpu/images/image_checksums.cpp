@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "image_checksums.hpp"
+#include "images/image_checksums.hpp"
 
 #include "criu-amdgpu.pb-c.h"
-#include "error.hpp"
-#include "sparse_pages.hpp"
+#include "support/error.hpp"
+#include "images/sparse_pages.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -23,7 +23,7 @@
 // (upstream's, or of this plugin before checksums) still restore, unverified, saying so.
 #pragma once
 
-#include "image_store.hpp"
+#include "images/image_store.hpp"
 
 #include <array>
 #include <cstdint>

@@ -6,8 +6,8 @@
 // error naming the file, never a crash or an absurd allocation.
 #pragma once
 
-#include "sparse_pages.hpp"
-#include "unique_fd.hpp"
+#include "images/sparse_pages.hpp"
+#include "support/unique_fd.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "image_verify.hpp"
+#include "images/image_verify.hpp"
 
-#include "error.hpp"
-#include "image_chain.hpp"
-#include "image_checksums.hpp"
-#include "kfd_ioctl.hpp"
-#include "metadata_images.hpp"
-#include "pages_blocks.hpp"
+#include "support/error.hpp"
+#include "images/image_chain.hpp"
+#include "images/image_checksums.hpp"
+#include "driver/kfd_ioctl.hpp"
+#include "images/metadata_images.hpp"
+#include "images/pages_blocks.hpp"
 
 #include <algorithm>
 #include <set>

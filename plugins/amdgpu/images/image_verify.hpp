@@ -6,7 +6,7 @@
 // block summed and compared with amdgpu-sums-<id>.img.
 #pragma once
 
-#include "image_store.hpp"
+#include "images/image_store.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "metadata_images.hpp"
+#include "images/metadata_images.hpp"
 
-#include "error.hpp"
-#include "image_store.hpp"
-#include "kfd_ioctl.hpp"
+#include "support/error.hpp"
+#include "images/image_store.hpp"
+#include "driver/kfd_ioctl.hpp"
 
 #include <cerrno>
 

@@ -5,9 +5,9 @@
 #pragma once
 
 #include "criu-amdgpu.pb-c.h"
-#include "image_store.hpp"
-#include "kfd_ioctl.hpp"
-#include "topology_image.hpp"
+#include "images/image_store.hpp"
+#include "driver/kfd_ioctl.hpp"
+#include "topology/topology_image.hpp"
 
 #include <linux/kfd_ioctl.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "pages_blocks.hpp"
+#include "images/pages_blocks.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <algorithm>
 #include <cerrno>

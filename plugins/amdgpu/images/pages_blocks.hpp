@@ -14,9 +14,9 @@
 // chain, or zeros (a block of zeros, which the copy engine fills).
 #pragma once
 
-#include "image_chain.hpp"
-#include "image_checksums.hpp"
-#include "image_store.hpp"
+#include "images/image_chain.hpp"
+#include "images/image_checksums.hpp"
+#include "images/image_store.hpp"
 
 #include <cstdint>
 #include <map>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "sparse_pages.hpp"
+#include "images/sparse_pages.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <unistd.h>
 

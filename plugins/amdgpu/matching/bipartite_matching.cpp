@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "bipartite_matching.hpp"
+#include "matching/bipartite_matching.hpp"
 
 #include <algorithm>
 #include <climits>

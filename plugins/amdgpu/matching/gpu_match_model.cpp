@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "gpu_match_model.hpp"
+#include "matching/gpu_match_model.hpp"
 
 namespace amdgpu::matching {
 

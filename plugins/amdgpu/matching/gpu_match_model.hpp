@@ -6,8 +6,8 @@
 // Topology::gpus() of their side: `s` for the image (source), `d` for the local node.
 #pragma once
 
-#include "bipartite_matching.hpp"
-#include "topology.hpp"
+#include "matching/bipartite_matching.hpp"
+#include "topology/topology.hpp"
 
 #include <cstdint>
 #include <map>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
 // match_gpus: the four steps of gpu_matcher.hpp, each in its own room.
-#include "gpu_matcher.hpp"
+#include "matching/gpu_matcher.hpp"
 
-#include "error.hpp"
-#include "gpu_placement_search.hpp"
+#include "support/error.hpp"
+#include "matching/gpu_placement_search.hpp"
 
 #include <cerrno>
 

@@ -40,6 +40,7 @@
 // hives included, it agrees with exhaustive search (a unit test checks thousands).
 //
 // Where each part lives (internal headers, namespace amdgpu::matching):
+//  - match_policy.hpp: the checks the user switched off, obeyed by every step.
 //  - gpu_pair_rules.hpp: which local GPU may take which image GPU and, for each rule, why not
 //    (step 1, and the hive and NUMA rules under a placement); the GPU matchings on them.
 //  - bipartite_matching.hpp: Hopcroft-Karp, and the competitors when Hall's condition fails.
@@ -51,23 +52,13 @@
 //  - gpu_matcher.cpp: match_gpus, the steps in order, and the last matching of step 4.
 #pragma once
 
-#include "topology.hpp"
+#include "matching/match_policy.hpp"
+#include "topology/topology.hpp"
 
 #include <cstdint>
 #include <map>
 
 namespace amdgpu {
-
-// The switchable acceptance checks, one per KFD_*_CHECK environment variable (all on by default).
-struct MatchPolicy {
-	bool fw_version = true;	     // KFD_FW_VER_CHECK: local fw_version >= image
-	bool sdma_fw_version = true; // KFD_SDMA_FW_VER_CHECK
-	bool caches_count = true;    // KFD_CACHES_COUNT_CHECK
-	bool num_gws = true;	     // KFD_NUM_GWS_CHECK
-	bool vram_size = true;	     // KFD_VRAM_SIZE_CHECK
-	bool numa = true;	     // KFD_NUMA_CHECK: keep the GPUs of a NUMA node together
-	bool capability = true;	     // KFD_CAPABILITY_CHECK: capability bits equal
-};
 
 struct GpuMap {
 	std::map<uint32_t, uint32_t> gpu_ids;	// image gpu_id -> local gpu_id

@@ -9,8 +9,8 @@
 // which the refusal report (gpu_refusal.hpp) puts together.
 #pragma once
 
-#include "gpu_match_model.hpp"
-#include "gpu_matcher.hpp"
+#include "matching/gpu_match_model.hpp"
+#include "matching/match_policy.hpp"
 
 #include <string>
 #include <vector>

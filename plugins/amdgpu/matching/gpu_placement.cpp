@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "gpu_placement.hpp"
+#include "matching/gpu_placement.hpp"
 
 #include <algorithm>
 

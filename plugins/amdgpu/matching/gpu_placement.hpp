@@ -7,8 +7,8 @@
 // search (gpu_placement_search.hpp) decides, the refusal report (gpu_refusal.hpp) explains.
 #pragma once
 
-#include "gpu_pair_rules.hpp"
-#include "gpu_units.hpp"
+#include "matching/gpu_pair_rules.hpp"
+#include "matching/gpu_units.hpp"
 
 #include <map>
 #include <set>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "gpu_placement_search.hpp"
+#include "matching/gpu_placement_search.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -7,7 +7,7 @@
 // nodes go last, together, by one matching.
 #pragma once
 
-#include "gpu_refusal.hpp"
+#include "matching/gpu_refusal.hpp"
 
 #include <optional>
 #include <string>

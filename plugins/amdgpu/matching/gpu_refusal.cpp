@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "gpu_refusal.hpp"
+#include "matching/gpu_refusal.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <algorithm>
 #include <numeric>

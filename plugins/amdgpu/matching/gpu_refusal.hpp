@@ -8,7 +8,7 @@
 // nothing the search relies on.
 #pragma once
 
-#include "gpu_placement.hpp"
+#include "matching/gpu_placement.hpp"
 
 #include <string>
 #include <vector>

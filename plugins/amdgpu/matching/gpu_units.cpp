@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "gpu_units.hpp"
+#include "matching/gpu_units.hpp"
 
-#include "disjoint_sets.hpp"
+#include "topology/disjoint_sets.hpp"
 
 #include <algorithm>
 #include <numeric>

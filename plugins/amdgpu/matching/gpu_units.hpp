@@ -6,7 +6,7 @@
 // a whole around its centre, the element adjacent to most others.
 #pragma once
 
-#include "gpu_match_model.hpp"
+#include "matching/gpu_match_model.hpp"
 
 #include <cstdint>
 #include <map>

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "dump_session.hpp"
+#include "sessions/dump_session.hpp"
 
-#include "error.hpp"
-#include "hsakmt_shm.hpp"
-#include "image_store.hpp"
-#include "copy_overlap.hpp"
-#include "device_files.hpp"
-#include "kfd_contexts.hpp"
-#include "log.hpp"
-#include "metadata_images.hpp"
-#include "task_fds.hpp"
-#include "topology_image.hpp"
-#include "transient_retry.hpp"
+#include "support/error.hpp"
+#include "driver/hsakmt_shm.hpp"
+#include "images/image_store.hpp"
+#include "copy/copy_overlap.hpp"
+#include "driver/device_files.hpp"
+#include "driver/kfd_contexts.hpp"
+#include "support/log.hpp"
+#include "images/metadata_images.hpp"
+#include "driver/task_fds.hpp"
+#include "topology/topology_image.hpp"
+#include "driver/transient_retry.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -38,20 +38,20 @@
 // that sharing shows only when the second holder comes, after the first one's image was written as a buffer of its own.
 #pragma once
 
-#include "bo_transfer.hpp"
-#include "copy_worker.hpp"
-#include "dump_guard.hpp"
-#include "gpu_driver.hpp"
-#include "image_chain.hpp"
-#include "image_checksums.hpp"
-#include "image_store.hpp"
-#include "kfd_ioctl.hpp"
-#include "metadata_images.hpp"
-#include "options.hpp"
-#include "shared_buffers.hpp"
-#include "task_fds.hpp"
-#include "topology.hpp"
-#include "unique_fd.hpp"
+#include "copy/bo_transfer.hpp"
+#include "copy/copy_worker.hpp"
+#include "guard/dump_guard.hpp"
+#include "driver/gpu_driver.hpp"
+#include "images/image_chain.hpp"
+#include "images/image_checksums.hpp"
+#include "images/image_store.hpp"
+#include "driver/kfd_ioctl.hpp"
+#include "images/metadata_images.hpp"
+#include "sessions/options.hpp"
+#include "sessions/shared_buffers.hpp"
+#include "driver/task_fds.hpp"
+#include "topology/topology.hpp"
+#include "support/unique_fd.hpp"
 
 #include <sys/types.h>
 

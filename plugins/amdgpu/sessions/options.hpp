@@ -7,7 +7,7 @@
 // wins over the environment variable of the same name. Read once per criu run, at init.
 #pragma once
 
-#include "gpu_matcher.hpp"
+#include "matching/match_policy.hpp"
 
 #include <cstdint>
 #include <string>

@@ -50,19 +50,19 @@
 // never more: the next checkpoint sees it as the task's).
 #pragma once
 
-#include "bo_transfer.hpp"
-#include "device_files.hpp"
-#include "gpu_driver.hpp"
-#include "gpu_matcher.hpp"
-#include "image_chain.hpp"
-#include "image_checksums.hpp"
-#include "kfd_priv_data.hpp"
-#include "metadata_images.hpp"
-#include "options.hpp"
-#include "restore_contents.hpp"
-#include "restore_guard.hpp"
-#include "topology.hpp"
-#include "unique_fd.hpp"
+#include "copy/bo_transfer.hpp"
+#include "driver/device_files.hpp"
+#include "driver/gpu_driver.hpp"
+#include "matching/gpu_matcher.hpp"
+#include "images/image_chain.hpp"
+#include "images/image_checksums.hpp"
+#include "driver/kfd_priv_data.hpp"
+#include "images/metadata_images.hpp"
+#include "sessions/options.hpp"
+#include "copy/restore_contents.hpp"
+#include "guard/restore_guard.hpp"
+#include "topology/topology.hpp"
+#include "support/unique_fd.hpp"
 
 #include <sys/types.h>
 

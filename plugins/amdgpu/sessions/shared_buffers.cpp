@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "shared_buffers.hpp"
+#include "sessions/shared_buffers.hpp"
 
-#include "error.hpp"
-#include "kfd_ioctl.hpp"
+#include "support/error.hpp"
+#include "driver/kfd_ioctl.hpp"
 
 #include <algorithm>
 #include <set>

@@ -31,6 +31,8 @@
 // This file only counts; the dump session decides what a finding means.
 #pragma once
 
+#include "driver/gpu_driver.hpp"
+
 #include <sys/types.h>
 
 #include <compare>
@@ -41,13 +43,6 @@
 #include <vector>
 
 namespace amdgpu {
-
-// A dma-buf: the inode of its file.
-struct BufferKey {
-	uint64_t dev = 0;
-	uint64_t ino = 0;
-	auto operator<=>(const BufferKey &) const = default;
-};
 
 // One process's hold on a buffer: a KFD bucket, or a dma-buf fd in its fd table.
 struct BufferHold {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <cstdarg>
 #include <cstdio>

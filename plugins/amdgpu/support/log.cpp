@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "log.hpp"
+#include "support/log.hpp"
 
-#include "criu_api.hpp"
+#include "criu/criu_api.hpp"
 
 #include <unistd.h>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "topology.hpp"
+#include "topology/topology.hpp"
 
-#include "disjoint_sets.hpp"
-#include "error.hpp"
-#include "unique_fd.hpp"
+#include "topology/disjoint_sets.hpp"
+#include "support/error.hpp"
+#include "support/unique_fd.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "topology_image.hpp"
+#include "topology/topology_image.hpp"
 
-#include "error.hpp"
+#include "support/error.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "criu-amdgpu.pb-c.h"
-#include "topology.hpp"
+#include "topology/topology.hpp"
 
 #include <cstdint>
 #include <map>

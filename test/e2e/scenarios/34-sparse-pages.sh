@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# Zeros cost nothing (plugins/amdgpu/sparse_pages.hpp): the libhsakmt workload on 2xMI210 with
+# Zeros cost nothing (plugins/amdgpu/images/sparse_pages.hpp): the libhsakmt workload on 2xMI210 with
 # 80 % of its VRAM contents zeros in 1 MiB runs (--zeros 80).
 #  - the dump leaves holes: the plugin's per-GPU lines say how much was written and how much left
 #    as holes, and the pages files occupy on disk no more than what was written;

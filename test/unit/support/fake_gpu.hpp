@@ -5,11 +5,11 @@
 // eventfd) so that a test sees which the sessions leave open.
 #pragma once
 
-#include "bo_transfer.hpp"
-#include "error.hpp"
-#include "gpu_driver.hpp"
-#include "image_store.hpp"
-#include "topology.hpp"
+#include "copy/bo_transfer.hpp"
+#include "support/error.hpp"
+#include "driver/gpu_driver.hpp"
+#include "images/image_store.hpp"
+#include "topology/topology.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

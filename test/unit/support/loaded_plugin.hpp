@@ -5,7 +5,7 @@
 // decided by the criu-plugin.h it is compiled against and the symbols it exports.
 #pragma once
 
-#include "criu_api.hpp"
+#include "criu/criu_api.hpp"
 #include "criu_host.hpp"
 #include "temp_dir.hpp"
 
