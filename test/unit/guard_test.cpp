@@ -254,5 +254,49 @@ TEST(RestoreGuard, LeavesAResumedTaskAloneAndEndsByItself)
 	EXPECT_TRUE(exits_within(run.task, 5000));
 }
 
+// criu 4.3 forks a helper from each task it restores (its "async" daemon), which outlives criu
+// and keeps the task's session, and so its pid, in use: a later restore of the same images then
+// cannot have the pid. The guard ends the processes a half-restored task forked too.
+TEST(RestoreGuard, KillsWhatAHalfRestoredTaskForkedWhenCriuDies)
+{
+	const test::TempDir dir;
+	const PidPipe pids, helpers;
+	const pid_t criu = fork();
+	if (criu == 0) {
+		RestoreGuard guard(dir.fd());
+		const pid_t task = fork();
+		if (task == 0) {
+			guard.enlist_this_task(dir.fd());
+			const pid_t helper = fork();
+			if (helper == 0)
+				for (;;)
+					pause();
+			helpers.put(helper);
+			pids.put(getpid());
+			for (;;)
+				pause();
+		}
+		pause();
+		_exit(0);
+	}
+	const pid_t helper = helpers.get(), task = pids.get();
+	ASSERT_GT(helper, 0);
+	ASSERT_GT(task, 0);
+	const unique_fd helper_fd = guard::pidfd_open(helper), task_fd = guard::pidfd_open(task);
+	ASSERT_TRUE(helper_fd && task_fd);
+	kill_and_reap(criu);
+	EXPECT_TRUE(guard::pidfd_wait_exit(task_fd.get(), 5000)) << "the half-restored task survived criu";
+	EXPECT_TRUE(guard::pidfd_wait_exit(helper_fd.get(), 5000)) << "what the task forked survived criu";
+	const auto log = dir.path() / guard::kLogName;
+	for (int i = 0; i < 50 && read_file(log).find('\n') == std::string::npos; i++)
+		usleep(100 * 1000);
+	EXPECT_NE(read_file(log).find("criu died while it restored pid " + std::to_string(task) +
+				      ": killed the half-restored task and 1 process(es) it had forked"),
+		  std::string::npos)
+		<< read_file(log);
+	guard::pidfd_send_signal(helper_fd.get(), SIGKILL); // when the guard failed to
+	guard::pidfd_send_signal(task_fd.get(), SIGKILL);
+}
+
 } // namespace
 } // namespace amdgpu

@@ -3,6 +3,7 @@
 
 #include "support/error.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -167,6 +168,72 @@ std::optional<pid_t> pidfd_pid(int pidfd)
 	}
 	fclose(f);
 	return pid;
+}
+
+namespace {
+
+// The parent in /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold spaces and
+// parentheses: the last ')' ends it), or -1.
+pid_t parent_of(pid_t pid)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	const bool got = fgets(line, sizeof(line), f) != nullptr;
+	fclose(f);
+	const char *end = got ? strrchr(line, ')') : nullptr;
+	char state;
+	int ppid;
+	return end && sscanf(end + 1, " %c %d", &state, &ppid) == 2 ? ppid : -1;
+}
+
+// The children of every thread of `pid`.
+std::vector<pid_t> children_of(pid_t pid)
+{
+	std::vector<pid_t> children;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *tasks = opendir(path);
+	if (!tasks)
+		return children;
+	while (const dirent *t = readdir(tasks)) {
+		if (t->d_name[0] == '.')
+			continue;
+		char file[320]; // d_name holds up to 255 bytes
+		snprintf(file, sizeof(file), "/proc/%d/task/%s/children", pid, t->d_name);
+		if (FILE *f = fopen(file, "re")) {
+			int child;
+			while (fscanf(f, "%d", &child) == 1)
+				children.push_back(child);
+			fclose(f);
+		}
+	}
+	closedir(tasks);
+	return children;
+}
+
+void collect_descendants(pid_t pid, std::vector<unique_fd> &out, int depth)
+{
+	if (depth > 64) // a tree deeper than that is no restore's
+		return;
+	for (const pid_t child : children_of(pid)) {
+		unique_fd fd = pidfd_open(child);
+		if (!fd || parent_of(child) != pid)
+			continue; // gone, or the number is another process's by now
+		collect_descendants(child, out, depth + 1);
+		out.push_back(std::move(fd));
+	}
+}
+
+} // namespace
+
+std::vector<unique_fd> descendants(pid_t pid)
+{
+	std::vector<unique_fd> out;
+	collect_descendants(pid, out, 0);
+	return out;
 }
 
 bool pidfd_wait_exit(int pidfd, int timeout_ms)

@@ -59,6 +59,10 @@ int pidfd_send_signal(int pidfd, int sig);
 std::optional<pid_t> pidfd_pid(int pidfd);
 // Waits up to `timeout_ms` for the process to exit; true once it has.
 bool pidfd_wait_exit(int pidfd, int timeout_ms);
+// pidfds of the processes `pid` forked and of theirs, deepest first, each opened while its parent
+// was still the process it came from (so never a reused number). Empty when `pid` has none, or
+// the kernel does not list children (/proc/PID/task/TID/children).
+std::vector<unique_fd> descendants(pid_t pid);
 
 // One record between the plugin and its guard: a kind, a pid, a value, and at most one fd
 // alongside.

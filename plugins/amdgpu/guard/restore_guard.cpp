@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 namespace amdgpu {
@@ -227,8 +228,20 @@ void answer_join(GuardState &s)
 	s.join_asked.reset();
 }
 
+// The task, and before it every process it forked while criu restored it: its children criu was
+// restoring, and criu's own helpers (criu 4.3 forks an "async" daemon from each task it restores,
+// which waits for work forever once criu is gone). Such a helper shares the task's session and
+// process group, and so keeps the task's pid in use: every later restore of the same images would
+// fail with "Can't fork for PID: File exists".
 void end_half_restored(const guard::Journal &journal, Enlisted &t)
 {
+	(void)guard::pidfd_send_signal(t.pidfd.get(), SIGSTOP); // so that it forks nothing more
+	const std::vector<unique_fd> forked = guard::descendants(t.pid);
+	int killed = 0;
+	for (const unique_fd &child : forked)
+		if (guard::pidfd_send_signal(child.get(), SIGKILL) == 0 && guard::pidfd_wait_exit(child.get(), kKillWaitMs))
+			killed++;
+	const std::string also = killed ? " and " + std::to_string(killed) + " process(es) it had forked" : "";
 	if (const int ret = guard::pidfd_send_signal(t.pidfd.get(), SIGKILL)) {
 		if (ret != -ESRCH)
 			journal.line("criu died while it restored pid %d, and the task cannot be killed: %s", t.pid,
@@ -236,7 +249,7 @@ void end_half_restored(const guard::Journal &journal, Enlisted &t)
 		return;
 	}
 	if (guard::pidfd_wait_exit(t.pidfd.get(), kKillWaitMs))
-		journal.line("criu died while it restored pid %d: killed the half-restored task", t.pid);
+		journal.line("criu died while it restored pid %d: killed the half-restored task%s", t.pid, also.c_str());
 	else
 		journal.line("criu died while it restored pid %d: sent it SIGKILL, and it is still there after %d ms",
 			     t.pid, kKillWaitMs);
