@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# The soak: one task of each workload goes through E2E_CYCLES checkpoint cycles (10 run alone, 5
+# The soak: one task of each workload goes through E2E_CYCLES checkpoint cycles (10 run alone, 4
 # in `make check`, 50 in `make check-full`), dumped and restored alternately on two nodes whose
 # GPUs have other ids and render minors. Every third dump is taken with -R, and the next cycle dumps
 # the task that ran on.
