@@ -636,6 +636,7 @@ static void heartbeat(void *ctx, struct wl_report *r)
 		g->beat_pending = false;
 		e = hipSetDevice(g->dev);
 		if (e == hipSuccess) {
+			(void)hipGetLastError(); /* the previous heartbeat's event queries */
 			hipLaunchKernelGGL(beat_kernel, dim3(1), dim3(64), 0, g->beat_stream, g->beats);
 			e = hipGetLastError();
 		}
@@ -951,13 +952,20 @@ static void fault(void *ctx, const char *kind, unsigned int *ms, struct wl_repor
 		return;
 	}
 	wl_info("launching a kernel that faults (%s) on gpu 0 (gpu_id 0x%x)", kind, g->node.gpu_id);
+	/* what earlier calls of this thread left: what follows the launch is the launch's own */
+	(void)hipGetLastError();
 	/* on a GPU that has MFMA, the illegal kind's store faults instead */
 	hipLaunchKernelGGL(illegal ? illegal_mfma : wild_store, dim3(1), dim3(64), 0, g->beat_stream,
 			   (float *)WILD_POINTER);
 	e = hipGetLastError();
-	while (e == hipSuccess && (e = hipStreamQuery(g->beat_stream)) == hipErrorNotReady &&
-	       now_ms() - t0 < WL_FAULT_REPORT_MS)
+	/* until the stream says something else than "not ready", or time is up */
+	while (e == hipSuccess) {
+		e = hipStreamQuery(g->beat_stream);
+		if (e != hipErrorNotReady || now_ms() - t0 >= WL_FAULT_REPORT_MS)
+			break;
+		e = hipSuccess;
 		usleep(1000);
+	}
 	*ms = (unsigned int)(now_ms() - t0);
 	if (e == hipErrorNotReady)
 		wl_fail(r, "gpu 0: the %s fault was reported to nobody within %u ms: the process would wait forever", kind,
