@@ -265,7 +265,7 @@ DEB_SRCS   := Makefile LICENSE README.md Documentation debian images plugins too
 deb:
 	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
 	tar -c --exclude='*.so' --exclude='*.o' $(DEB_SRCS) | tar -x -C $(BUILD)/deb/src
-	cd $(BUILD)/deb/src && dpkg-buildpackage -us -uc -b
+	cd $(BUILD)/deb/src && dpkg-buildpackage -us -uc -b -j$(JOBS)
 	lintian --fail-on error,warning --info $(DEB)
 	@echo "deb: $(DEB)"
 

@@ -13,8 +13,10 @@ work=build/fuzz/work
 findings=build/fuzz/findings
 mkdir -p "$work" "$findings"
 
-passed=0 failed=0 total=0
-for bin in "$@"; do
+# fuzz_one <binary>: one harness; its result lines go to $work/<name>.result, its executions to
+# $work/<name>.runs.
+fuzz_one() {
+	local bin=$1 name corpus log status runs
 	name=$(basename "$bin")
 	name=${name#fuzz_}
 	corpus=$work/$name
@@ -28,13 +30,34 @@ for bin in "$@"; do
 		-print_final_stats=1 -artifact_prefix="$findings/$name-" "$corpus" >"$log" 2>&1
 	status=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
-	total=$((total + ${runs:-0}))
+	echo "${runs:-0}" >"$work/$name.runs"
 	if [ "$status" -eq 0 ] && [ -n "$runs" ]; then
 		echo "ok fuzz $name: $runs executions in $seconds s, $(find "$corpus" -type f | wc -l) inputs in the corpus"
-		passed=$((passed + 1))
 	else
 		echo "not ok fuzz $name: exit status $status after ${runs:-?} executions; see $log"
 		grep -E 'ERROR|SUMMARY|runtime error|==[0-9]+==' "$log" | head -n 8 | sed 's/^/#   /'
+	fi >"$work/$name.result"
+}
+
+# As many harnesses at a time as there are cores: each is one single-threaded process.
+jobs=$(nproc)
+for bin in "$@"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+		wait -n
+	done
+	fuzz_one "$bin" &
+done
+wait
+
+passed=0 failed=0 total=0
+for bin in "$@"; do
+	name=$(basename "$bin")
+	name=${name#fuzz_}
+	cat "$work/$name.result"
+	total=$((total + $(cat "$work/$name.runs")))
+	if grep -q '^ok ' "$work/$name.result"; then
+		passed=$((passed + 1))
+	else
 		failed=$((failed + 1))
 	fi
 done
