@@ -20,22 +20,17 @@ vm_die() {
 # The guest to boot (test/vm/prepare.sh): bookworm, the default, or trixie.
 VM_GUEST=${VM_GUEST:-bookworm}
 
-# How QEMU's TCG runs the two vCPUs: "multi" (a host thread each) or "single" (one host thread
-# taking turns). The trixie guest's kernel (7.x) patches its own text at run time whenever a static
-# key flips (the timers' when the clocksource changes, about a second in; the scheduler's later),
-# by the int3 protocol: another CPU may meet the int3 only while the patch is in progress. QEMU
-# 7.2's multi-threaded TCG lets a vCPU run a stale translation of the int3 after the patch
-# completed, and the guest dies with "Oops: int3" (about 1 boot in 6 on a loaded host). One thread
-# executing both vCPUs never runs a stale translation. Bookworm's 6.1 kernel was never seen to
-# hit it, and keeps the faster default. scripts/install-deps.sh installs QEMU 10 from
-# bookworm-backports, which runs the trixie guest's scenarios a third faster than 7.2 did, single
-# threaded too; multi-threaded it boots the 7.x kernel cleanly and halves the GPU-bound scenarios,
-# but the kernels-in-flight scenario (e2e/65) sizes its kernels for one thread: measured, not yet
-# taken (test/README.md).
-case "$VM_GUEST" in
-trixie) VM_TCG_THREAD=${VM_TCG_THREAD:-single} ;;
-*) VM_TCG_THREAD=${VM_TCG_THREAD:-multi} ;;
-esac
+# How QEMU's TCG runs the two vCPUs: "multi" (a host thread each, the default) or "single" (one
+# host thread taking turns). The trixie guest's kernel (7.x) patches its own text at run time
+# whenever a static key flips, by the int3 protocol: another CPU may meet the int3 only while the
+# patch is in progress. Bookworm's QEMU 7.2 let a vCPU of its multi-threaded TCG run a stale
+# translation of the int3 after the patch completed, and the guest died with "Oops: int3" (about
+# 1 boot in 6 on a loaded host), so the trixie guest ran single-threaded. scripts/install-deps.sh
+# installs QEMU 10 from bookworm-backports, which boots the 7.x kernel cleanly with a thread per
+# vCPU; that runs the trixie guest's make check scenarios in 640 s where one thread took 780
+# (and QEMU 7.2's one thread about 1040). VM_TCG_THREAD=single is there to tell an emulator race
+# from a guest one.
+VM_TCG_THREAD=${VM_TCG_THREAD:-multi}
 
 # Makes sure the guest's root, kernel and initramfs exist; sets GUEST, ROOT, ABI, KERNEL, INITRD.
 vm_prepare() {

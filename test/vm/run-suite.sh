@@ -20,7 +20,7 @@
 #                             second restore, on the same node)
 #   ROCM_USERLANDS='6.4 …'    the ROCm userland roots whose processes e2e/61, 62 and 83 checkpoint
 #                             (default: every one built)
-#   VM_TCG_THREAD=single|multi  how QEMU runs the vCPUs (test/vm/boot.sh; trixie: single)
+#   VM_TCG_THREAD=single|multi  how QEMU runs the vCPUs (test/vm/boot.sh; default multi)
 #   VM_GUEST=NAME             the guest (test/vm/prepare.sh): bookworm (the default; Debian 12,
 #                             Linux 6.1) or trixie (Debian 13, the newest kernel Debian ships for it)
 #   VM_CRIU=VERSION           run the scenarios under this criu. In the bookworm guest: 3.17.1
@@ -124,7 +124,7 @@ vm_prepare
 guest_env="${E2E_CYCLES:+E2E_CYCLES=$E2E_CYCLES }${FAULT_SWEEP:+FAULT_SWEEP=$FAULT_SWEEP }"
 guest_env+="${ROCM_USERLANDS:+ROCM_USERLANDS=$(printf %q "$ROCM_USERLANDS") }"
 guest_env+="${CHECK_FULL:+CHECK_FULL=$CHECK_FULL }"
-guest_env+="VM_CRIU=$VM_CRIU "
+guest_env+="VM_CRIU=$VM_CRIU VM_TCG_THREAD=$VM_TCG_THREAD "
 case "$VM_GUEST:$VM_CRIU" in
 bookworm:3.17.1 | trixie:4.1.1) ;; # the guest's own package
 trixie:4.3) guest_env+="PATH=/opt/criu-4.3:\$PATH " ;;

@@ -36,9 +36,11 @@ else
 fi
 
 # One launch of the long kernel takes seconds in the guest: the dump always finds one in flight.
-# The bookworm guest runs kernels about twice as fast, and criu 3.17 pauses the queues only once it
-# reaches the task's /dev/kfd, after freezing it, while the GPU goes on: a longer launch there.
-[ "${VM_GUEST:-bookworm}" = bookworm ] && iters=${E2E_KERNEL_ITERS:-1500} || iters=${E2E_KERNEL_ITERS:-500}
+# A guest whose vCPUs QEMU runs on a thread each (VM_TCG_THREAD=multi: test/vm/boot.sh) runs
+# kernels about twice as fast as one whose vCPUs take turns on one thread, and criu 3.17 pauses
+# the queues only once it reaches the task's /dev/kfd, after freezing it, while the GPU goes on:
+# a longer launch there.
+[ "${VM_TCG_THREAD:-multi}" = multi ] && iters=${E2E_KERNEL_ITERS:-1500} || iters=${E2E_KERNEL_ITERS:-500}
 KERNEL_ARGS=(--vram-mb 1 --kernel-kib "${E2E_KERNEL_KIB:-256}" --kernel-iters "$iters")
 img=/tmp/img-65
 
