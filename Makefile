@@ -181,7 +181,7 @@ install: $(PLUGIN) $(TOOLS)
 	install -d $(DESTDIR)$(PLUGINDIR)
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PLUGINDIR)/amdgpu_plugin.so
 	$(foreach t,$(TOOLS),install -D -m 0755 $(t) $(DESTDIR)$(BINDIR)/$(notdir $(t));)
-	install -D -m 0644 Documentation/criu-amdgpu-plugin.1 $(DESTDIR)$(MANDIR)/man1/criu-amdgpu-plugin.1
+	install -D -m 0644 Documentation/criu-amdgpu-plugin.8 $(DESTDIR)$(MANDIR)/man8/criu-amdgpu-plugin.8
 
 # --- fuzzing: every decoder of outside data under libFuzzer, ASan and UBSan (test/fuzz/README.md).
 # The plugin's sources are built again with clang for it, under $(BUILD)/fuzz.
