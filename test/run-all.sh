@@ -253,7 +253,7 @@ matrix() {
 			if [ "$part" = check ]; then
 				cells_check+="${cells_check:+<br>}$cell"
 			else
-				cells_full+="${cells_full:+<br>}$part: $cell"
+				cells_full+="${cells_full:+<br>}\`$part\`: $cell"
 			fi
 		done <"$runs"
 		echo "| \`$name\` | ${cells_check:--} | ${cells_full:--} |"
