@@ -547,9 +547,12 @@ void RestoreGuard::join_all()
 			ret = e.err();
 		}
 	}
+	// A guard that died closed its end: the link reads nothing more, or a send finds the peer
+	// gone, depending on when it died. Either way it is gone, and said so.
+	const bool gone = !ret || ret == -EPIPE || ret == -ECONNRESET;
 	join_error_ = strprintf("the restore guard (pid %d) cannot say whether the GPU copies it was handed are "
 				"complete: %s",
-				guard_pid, ret ? strerror(-ret) : "it is gone");
+				guard_pid, gone ? "it is gone" : strerror(-ret));
 	join_err_ = ret ? ret : -EPIPE;
 }
 
