@@ -307,6 +307,8 @@ int emu_drm_reserve_minors(int render_minor_base);
 void emu_drm_release_placeholders(void);
 
 struct emu_vm *emu_vm_from_file(struct file *filp, struct drm_file **drm_priv);
+struct emu_va_mapping *emu_vm_first(struct emu_vm *vm);
+struct emu_va_mapping *emu_vm_next(struct emu_va_mapping *m);
 int emu_vm_map(struct emu_vm *vm, struct emu_bo *bo, u64 va, u64 bo_offset,
 	       u64 size, u32 flags);
 int emu_vm_unmap_at(struct emu_vm *vm, struct emu_bo *bo, u64 va);
@@ -339,6 +341,7 @@ int emu_amdgpu_gem_create_ioctl(struct drm_device *dev, void *data, struct drm_f
 int emu_amdgpu_gem_userptr_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int emu_amdgpu_gem_va_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int emu_amdgpu_gem_op_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
+int emu_amdgpu_gem_list_handles_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int emu_amdgpu_gem_metadata_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int emu_amdgpu_ctx_ioctl(struct drm_device *dev, void *data, struct drm_file *file);
 int emu_amdgpu_bo_list_ioctl(struct drm_device *dev, void *data, struct drm_file *file);

@@ -313,6 +313,25 @@ int emu_amdgpu_info_ioctl(struct drm_device *dev, void *data, struct drm_file *f
 
 /* ---- GEM objects --------------------------------------------------------- */
 
+#if EMU_HAS_GEM_CHECKPOINT
+/*
+ * Linux 6.18 (AMDGPU_GEM_CREATE_SETTABLE_MASK): what LIST_HANDLES reports a
+ * buffer was created with can be given to GEM_CREATE again.
+ */
+#define EMU_GEM_CREATE_FLAGS	(AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED | \
+				 AMDGPU_GEM_CREATE_NO_CPU_ACCESS | \
+				 AMDGPU_GEM_CREATE_CPU_GTT_USWC | \
+				 AMDGPU_GEM_CREATE_VRAM_CLEARED | \
+				 AMDGPU_GEM_CREATE_VM_ALWAYS_VALID | \
+				 AMDGPU_GEM_CREATE_EXPLICIT_SYNC | \
+				 AMDGPU_GEM_CREATE_VRAM_WIPE_ON_RELEASE | \
+				 AMDGPU_GEM_CREATE_ENCRYPTED | \
+				 AMDGPU_GEM_CREATE_DISCARDABLE | \
+				 AMDGPU_GEM_CREATE_COHERENT | \
+				 AMDGPU_GEM_CREATE_UNCACHED | \
+				 AMDGPU_GEM_CREATE_EXT_COHERENT | \
+				 AMDGPU_GEM_CREATE_GFX12_DCC)
+#else
 #define EMU_GEM_CREATE_FLAGS	(AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED | \
 				 AMDGPU_GEM_CREATE_NO_CPU_ACCESS | \
 				 AMDGPU_GEM_CREATE_CPU_GTT_USWC | \
@@ -321,6 +340,7 @@ int emu_amdgpu_info_ioctl(struct drm_device *dev, void *data, struct drm_file *f
 				 AMDGPU_GEM_CREATE_EXPLICIT_SYNC | \
 				 AMDGPU_GEM_CREATE_ENCRYPTED | \
 				 AMDGPU_GEM_CREATE_DISCARDABLE)
+#endif
 #define EMU_GEM_DOMAIN_MASK	(AMDGPU_GEM_DOMAIN_CPU | AMDGPU_GEM_DOMAIN_GTT | \
 				 AMDGPU_GEM_DOMAIN_VRAM | AMDGPU_GEM_DOMAIN_GDS | \
 				 AMDGPU_GEM_DOMAIN_GWS | AMDGPU_GEM_DOMAIN_OA)
@@ -359,6 +379,10 @@ int emu_amdgpu_gem_create_ioctl(struct drm_device *dev, void *data, struct drm_f
 	}
 	if (IS_ERR(bo))
 		return PTR_ERR(bo);
+#if EMU_HAS_GEM_CHECKPOINT
+	/* 6.18 clears every VRAM buffer it hands out, and wipes it when freed */
+	flags |= AMDGPU_GEM_CREATE_VRAM_CLEARED | AMDGPU_GEM_CREATE_VRAM_WIPE_ON_RELEASE;
+#endif
 	bo->gem_flags = flags;
 	bo->domains = domains;
 	bo->alignment = args->in.alignment;
@@ -456,6 +480,59 @@ out:
 	return ret;
 }
 
+/* The domains a buffer was created for (amdgpu: bo->preferred_domains). */
+static u32 emu_bo_preferred_domains(const struct emu_bo *bo)
+{
+	if (bo->domains)
+		return bo->domains;
+	return bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM ?
+		AMDGPU_GEM_DOMAIN_VRAM : AMDGPU_GEM_DOMAIN_GTT;
+}
+
+#if EMU_HAS_GEM_CHECKPOINT
+/*
+ * AMDGPU_GEM_OP_GET_MAPPING_INFO (6.18): the mappings of @bo in the file's VM,
+ * as many as fit in the caller's array; num_entries says how many there are,
+ * and nothing is copied when they do not all fit. A buffer KFD maps in this VM
+ * shares its mapping list with the file's handle of it (amdgpu_gem_object_open
+ * finds KFD's bo_va and takes a reference), so its KFD mappings are listed too.
+ */
+static int emu_gem_mapping_info(struct emu_drm_file *ef, struct emu_bo *bo,
+				struct drm_amdgpu_gem_op *args)
+{
+	struct drm_amdgpu_gem_vm_entry *entries;
+	struct emu_va_mapping *m;
+	u32 count = 0;
+	int ret = 0;
+
+	if (args->num_entries > INT_MAX / sizeof(*entries))
+		return -EINVAL;
+	entries = kvcalloc(args->num_entries ?: 1, sizeof(*entries), GFP_KERNEL);
+	if (!entries)
+		return -ENOMEM;
+	mutex_lock(&ef->vm.lock);
+	for (m = emu_vm_first(&ef->vm); m; m = emu_vm_next(m)) {
+		if (m->bo != bo)
+			continue;
+		if (count < args->num_entries) {
+			entries[count].addr = m->start;
+			entries[count].size = m->last - m->start + 1;
+			entries[count].offset = m->bo_offset;
+			entries[count].flags = m->flags;
+		}
+		count++;
+	}
+	mutex_unlock(&ef->vm.lock);
+	if (count && count <= args->num_entries &&
+	    copy_to_user(u64_to_user_ptr(args->value), entries, count * sizeof(*entries)))
+		ret = -EFAULT;
+	if (!ret)
+		args->num_entries = count;
+	kvfree(entries);
+	return ret;
+}
+#endif
+
 int emu_amdgpu_gem_op_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 {
 	struct drm_amdgpu_gem_op *args = data;
@@ -464,6 +541,10 @@ int emu_amdgpu_gem_op_ioctl(struct drm_device *dev, void *data, struct drm_file 
 	struct emu_bo *bo;
 	int ret = 0;
 
+#if EMU_HAS_GEM_CHECKPOINT
+	if (args->padding)
+		return -EINVAL;
+#endif
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;
@@ -472,9 +553,7 @@ int emu_amdgpu_gem_op_ioctl(struct drm_device *dev, void *data, struct drm_file 
 	case AMDGPU_GEM_OP_GET_GEM_CREATE_INFO:
 		info.bo_size = obj->size;
 		info.alignment = bo->alignment;
-		info.domains = bo->domains ? bo->domains :
-			(bo->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM ?
-			 AMDGPU_GEM_DOMAIN_VRAM : AMDGPU_GEM_DOMAIN_GTT);
+		info.domains = emu_bo_preferred_domains(bo);
 		info.domain_flags = bo->gem_flags;
 		if (copy_to_user(u64_to_user_ptr(args->value), &info, sizeof(info)))
 			ret = -EFAULT;
@@ -490,12 +569,70 @@ int emu_amdgpu_gem_op_ioctl(struct drm_device *dev, void *data, struct drm_file 
 						     AMDGPU_GEM_DOMAIN_GTT |
 						     AMDGPU_GEM_DOMAIN_CPU);
 		break;
+#if EMU_HAS_GEM_CHECKPOINT
+	case AMDGPU_GEM_OP_GET_MAPPING_INFO:
+		ret = emu_gem_mapping_info(file->driver_priv, bo, args);
+		break;
+#endif
 	default:
 		ret = -EINVAL;
 	}
 	drm_gem_object_put(obj);
 	return ret;
 }
+
+#if EMU_HAS_GEM_CHECKPOINT
+/*
+ * DRM_IOCTL_AMDGPU_GEM_LIST_HANDLES (6.18): every GEM object of the file, in
+ * handle order. An array too small for them all gets nothing but their number;
+ * objects added between the count and the walk end it with -EAGAIN.
+ */
+int emu_amdgpu_gem_list_handles_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
+{
+	struct drm_amdgpu_gem_list_handles *args = data;
+	struct drm_amdgpu_gem_list_handles_entry *entries;
+	struct drm_gem_object *obj;
+	u32 count = 0, i = 0;
+	int id, ret = 0;
+
+	spin_lock(&file->table_lock);
+	idr_for_each_entry(&file->object_idr, obj, id)
+		count++;
+	spin_unlock(&file->table_lock);
+	if (args->num_entries < count || !count) {
+		args->num_entries = count;
+		return 0;
+	}
+	entries = kvcalloc(count, sizeof(*entries), GFP_KERNEL);
+	if (!entries)
+		return -ENOMEM;
+	spin_lock(&file->table_lock);
+	idr_for_each_entry(&file->object_idr, obj, id) {
+		struct emu_bo *bo = to_emu_bo(obj);
+
+		if (i >= count) {
+			ret = -EAGAIN;
+			break;
+		}
+		entries[i].gem_handle = id;
+		entries[i].size = obj->size;
+		entries[i].preferred_domains = emu_bo_preferred_domains(bo);
+		entries[i].alloc_flags = bo->gem_flags & EMU_GEM_CREATE_FLAGS;
+		/* TTM's page_alignment: pages, whatever the header says */
+		entries[i].alignment = ALIGN(bo->alignment, PAGE_SIZE) >> PAGE_SHIFT;
+		/* only a dma-buf of another device is an import; one of this GPU is its buffer */
+		if (bo->import_dmabuf)
+			entries[i].flags |= AMDGPU_GEM_LIST_HANDLES_FLAG_IS_IMPORT;
+		i++;
+	}
+	spin_unlock(&file->table_lock);
+	args->num_entries = i;
+	if (!ret && copy_to_user(u64_to_user_ptr(args->entries), entries, count * sizeof(*entries)))
+		ret = -EFAULT;
+	kvfree(entries);
+	return ret;
+}
+#endif
 
 int emu_amdgpu_gem_metadata_ioctl(struct drm_device *dev, void *data, struct drm_file *file)
 {
@@ -605,10 +742,8 @@ int emu_amdgpu_gem_va_ioctl(struct drm_device *dev, void *data, struct drm_file 
 			break;
 		if (args->operation == AMDGPU_VA_OP_REPLACE)
 			emu_vm_clear(&ef->vm, va, size);
-		ret = emu_vm_map(&ef->vm, bo, va, offset, size,
-				 args->flags & (AMDGPU_VM_PAGE_READABLE |
-						AMDGPU_VM_PAGE_WRITEABLE |
-						AMDGPU_VM_PAGE_EXECUTABLE));
+		/* amdgpu_vm_bo_map keeps the flags as given; MAPPING_INFO hands them back */
+		ret = emu_vm_map(&ef->vm, bo, va, offset, size, args->flags);
 		break;
 	case AMDGPU_VA_OP_UNMAP:
 		ret = emu_vm_unmap_at(&ef->vm, bo, va);

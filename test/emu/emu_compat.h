@@ -67,6 +67,12 @@ static inline bool emu_vma_is_cow(const struct vm_area_struct *vma)
 #endif
 
 /*
+ * 6.18: amdgpu lists a render-node file's GEM objects (GEM_LIST_HANDLES) and a
+ * buffer's VA mappings (GEM_OP GET_MAPPING_INFO), for checkpointing.
+ */
+#define EMU_HAS_GEM_CHECKPOINT (LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0))
+
+/*
  * 6.6: drm_driver lost gem_prime_mmap (PRIME mmap goes through the object's own functions);
  * 6.14: drm_driver lost its date.
  */

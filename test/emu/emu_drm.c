@@ -80,6 +80,17 @@ int emu_vm_map(struct emu_vm *vm, struct emu_bo *bo, u64 va, u64 bo_offset,
 	return 0;
 }
 
+/* The mappings of @vm in address order; the caller holds vm->lock. */
+struct emu_va_mapping *emu_vm_first(struct emu_vm *vm)
+{
+	return emu_va_it_iter_first(&vm->va, 0, U64_MAX);
+}
+
+struct emu_va_mapping *emu_vm_next(struct emu_va_mapping *m)
+{
+	return emu_va_it_iter_next(m, 0, U64_MAX);
+}
+
 /* Remove the mapping of @bo that starts at @va (amdgpu_vm_bo_unmap). */
 int emu_vm_unmap_at(struct emu_vm *vm, struct emu_bo *bo, u64 va)
 {
@@ -671,6 +682,9 @@ static const struct drm_ioctl_desc emu_drm_ioctls[] = {
 	EMU_DRM_IOCTL(WAIT_CS, emu_amdgpu_wait_cs_ioctl),
 	EMU_DRM_IOCTL(GEM_OP, emu_amdgpu_gem_op_ioctl),
 	EMU_DRM_IOCTL(GEM_USERPTR, emu_amdgpu_gem_userptr_ioctl),
+#if EMU_HAS_GEM_CHECKPOINT
+	EMU_DRM_IOCTL(GEM_LIST_HANDLES, emu_amdgpu_gem_list_handles_ioctl),
+#endif
 };
 
 /* Every ioctl on a render node, core and amdgpu alike, passes the fault injection first. */

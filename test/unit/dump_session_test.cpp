@@ -629,5 +629,89 @@ TEST_F(DumpTreeTest, VramEveryTaskWasChargedForIsNoObstacle)
 	EXPECT_FALSE(error) << error->what();
 }
 
+// A process's render-node file (the render node of the first GPU), dumped after its /dev/kfd
+// file in one session as criu hands them; the error the render file's hook would give criu.
+class RenderNodeDumpTest : public DumpSessionTest {
+protected:
+	std::optional<Error> dump_with_render_file()
+	{
+		std::optional<Error> error;
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		const int kfd_fd = eventfd(0, EFD_CLOEXEC);
+		const int render_fd = eventfd(0, EFD_CLOEXEC);
+		try {
+			session.dump_kfd(kfd_fd, kFileId);
+			session.dump_render_node(render_fd, kRenderId, topology.gpus().front()->props.drm_render_minor);
+		} catch (const Error &e) {
+			error = e;
+		}
+		close(render_fd);
+		close(kfd_fd);
+		session.finish();
+		return error;
+	}
+	static constexpr uint32_t kRenderId = 12;
+	// Two buffers and a gap in the handles, as libdrm_amdgpu leaves them after a free.
+	const std::vector<gem::Object> two_buffers { { 1, 0, 1 << 20, 4, 0, 1 }, { 3, 0, 3 << 20, 2, 0, 1 } };
+};
+
+TEST_F(RenderNodeDumpTest, AFileWithoutGemObjectsIsSaved)
+{
+	ASSERT_FALSE(dump_with_render_file());
+	EXPECT_TRUE(std::filesystem::exists(images.path() / render_image_name(kRenderId)));
+	EXPECT_EQ(gpu.count(Op::gem_list), 1);
+	EXPECT_EQ(gpu.count(Op::gem_probe), 0);
+}
+
+TEST_F(RenderNodeDumpTest, GemObjectsTheKernelListsRefuseTheDumpNamingThemAndTheQueuesRunAgain)
+{
+	gpu.gem_objects = two_buffers;
+	const std::optional<Error> error = dump_with_render_file();
+	ASSERT_TRUE(error);
+	const std::string msg = error->what();
+	EXPECT_NE(msg.find("file id 12, a file of renderD128, holds 2 GEM buffer object(s) of 4194304 bytes "
+			   "(handles 1, 3)"),
+		  std::string::npos)
+		<< msg;
+	EXPECT_NE(msg.find("would lose their memory"), std::string::npos) << msg;
+	EXPECT_FALSE(std::filesystem::exists(images.path() / render_image_name(kRenderId)));
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+}
+
+TEST_F(RenderNodeDumpTest, OnAKernelThatCannotListThemProbedObjectsRefuseTheDumpToo)
+{
+	gpu.gem_listing = false;
+	gpu.gem_objects = two_buffers;
+	const std::optional<Error> error = dump_with_render_file();
+	ASSERT_TRUE(error);
+	EXPECT_NE(std::string(error->what()).find("holds 2 GEM buffer object(s) of 4194304 bytes (handles 1, 3; found "
+						  "by their handles, as this kernel cannot list them)"),
+		  std::string::npos)
+		<< error->what();
+	EXPECT_EQ(gpu.count(Op::gem_probe), 1);
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+}
+
+TEST_F(RenderNodeDumpTest, AListingThatFailsRefusesTheDumpNamingTheIoctl)
+{
+	gpu.fail(Op::gem_list, -EIO);
+	const std::optional<Error> error = dump_with_render_file();
+	ASSERT_TRUE(error);
+	EXPECT_NE(std::string(error->what()).find("GEM_LIST_HANDLES Input/output error"), std::string::npos)
+		<< error->what();
+	EXPECT_EQ(gpu.count(Op::unpause), 1);
+}
+
+TEST_F(RenderNodeDumpTest, ManyObjectsAreNamedByTheirFirstHandles)
+{
+	for (uint32_t h = 1; h <= 40; h++)
+		gpu.gem_objects.push_back({ h, 0, 4096, 2, 0, 1 });
+	const std::optional<Error> error = dump_with_render_file();
+	ASSERT_TRUE(error);
+	const std::string msg = error->what();
+	EXPECT_NE(msg.find("holds 40 GEM buffer object(s) of 163840 bytes (handles 1, 2,"), std::string::npos) << msg;
+	EXPECT_NE(msg.find(", ...)"), std::string::npos) << msg;
+}
+
 } // namespace
 } // namespace amdgpu

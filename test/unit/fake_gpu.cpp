@@ -44,6 +44,10 @@ const char *to_string(Op op)
 		return "map_memory";
 	case Op::unmap_memory:
 		return "unmap_memory";
+	case Op::gem_list:
+		return "gem_list";
+	case Op::gem_probe:
+		return "gem_probe";
 	}
 	return "?";
 }
@@ -275,6 +279,24 @@ int FakeGpu::unmap_memory(int fd, uint64_t handle, std::span<const uint32_t> gpu
 {
 	memory_calls.push_back({ Op::unmap_memory, handle, { gpu_ids.begin(), gpu_ids.end() } });
 	return call(Op::unmap_memory, fd);
+}
+
+int FakeGpu::gem_list(int fd, std::vector<gem::Object> &out)
+{
+	if (const int ret = call(Op::gem_list, fd))
+		return ret;
+	if (!gem_listing)
+		return -EINVAL;
+	out = gem_objects;
+	return 0;
+}
+
+int FakeGpu::gem_probe(int fd, std::vector<gem::Object> &out)
+{
+	if (const int ret = call(Op::gem_probe, fd))
+		return ret;
+	out = gem_objects;
+	return 0;
 }
 
 // Writes (or reads) each GPU's pages image as the real copier does, with the BOs' bytes made up.

@@ -56,7 +56,9 @@ protected:
 		DumpSession dump(options, ImageDir::files(images.fd()), topology_dir, dumped, dumped);
 		const int task_fd = eventfd(0, EFD_CLOEXEC);
 		dump.dump_kfd(task_fd, kFileId);
-		dump.dump_render_node(kRenderFileId, topology.gpus().front()->props.drm_render_minor);
+		const int render_fd = eventfd(0, EFD_CLOEXEC);
+		dump.dump_render_node(render_fd, kRenderFileId, topology.gpus().front()->props.drm_render_minor);
+		close(render_fd);
 		close(task_fd);
 	}
 

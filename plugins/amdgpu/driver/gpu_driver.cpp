@@ -80,6 +80,8 @@ public:
 	{
 		return secondary_kfd_contexts(std::filesystem::path(kKfdProcDir) / std::to_string(pid));
 	}
+	int gem_list(int fd, std::vector<gem::Object> &out) override { return gem::list_handles(fd, out); }
+	int gem_probe(int fd, std::vector<gem::Object> &out) override { return gem::probe_handles(fd, out); }
 	std::optional<BufferKey> dmabuf_key(int fd) override
 	{
 		struct stat st;

@@ -9,6 +9,7 @@
 // No call logs or throws: the session decides what a failure means.
 #pragma once
 
+#include "driver/gem_ioctl.hpp"
 #include "driver/kfd_ioctl.hpp"
 
 #include <sys/types.h>
@@ -74,6 +75,11 @@ public:
 	// The actual gpu_id of the GPU whose buffer a dma-buf is (KFD GET_DMABUF_INFO, asked through
 	// a /dev/kfd file of this process), or nothing when KFD does not know it.
 	virtual std::optional<uint32_t> dmabuf_gpu(int dmabuf_fd) = 0;
+	// The GEM objects a render-node file holds (gem_ioctl.hpp): listed by the kernel (-EINVAL
+	// before Linux 6.18), or found by probing handles where it cannot list them.
+	virtual int gem_list(int fd, std::vector<gem::Object> &out) = 0;
+	virtual int gem_probe(int fd, std::vector<gem::Object> &out) = 0;
+
 	// The bytes of VRAM KFD charged task `pid` (criu's pid namespace) on GPU `gpu_id` (actual),
 	// from sysfs; nothing when the kernel does not show it.
 	virtual std::optional<uint64_t> vram_charged(pid_t pid, uint32_t gpu_id) = 0;

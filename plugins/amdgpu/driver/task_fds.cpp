@@ -94,13 +94,14 @@ std::optional<int> lowest_fd_sharing_file(int fd, int limit)
 
 namespace {
 
-// Whether task `pid` has a descriptor on the same open file as our `fd` (of device `mine`).
-bool task_holds_file(pid_t pid, int fd, const struct stat &mine)
+// The lowest descriptor task `pid` has on the same open file as our `fd` (of device `mine`).
+std::optional<int> task_fd_of_file(pid_t pid, int fd, const struct stat &mine)
 {
 	const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
 	std::unique_ptr<DIR, int (*)(DIR *)> fds(opendir(fd_dir.c_str()), closedir);
 	if (!fds)
-		return false;
+		return std::nullopt;
+	std::optional<int> lowest;
 	while (const dirent *f = readdir(fds.get())) {
 		char *end;
 		const long n = strtol(f->d_name, &end, 10);
@@ -108,15 +109,21 @@ bool task_holds_file(pid_t pid, int fd, const struct stat &mine)
 		if (*end || end == f->d_name || stat((fd_dir + "/" + f->d_name).c_str(), &st) ||
 		    st.st_rdev != mine.st_rdev || st.st_ino != mine.st_ino)
 			continue;
-		if (syscall(SYS_kcmp, getpid(), pid, KCMP_FILE, fd, n) == 0)
-			return true;
+		if (syscall(SYS_kcmp, getpid(), pid, KCMP_FILE, fd, n) == 0 && (!lowest || n < *lowest))
+			lowest = static_cast<int>(n);
 	}
-	return false;
+	return lowest;
 }
 
 } // namespace
 
 std::optional<pid_t> traced_task_holding(int fd)
+{
+	const std::optional<TaskFd> held = traced_task_fd(fd);
+	return held ? std::optional<pid_t>(held->pid) : std::nullopt;
+}
+
+std::optional<TaskFd> traced_task_fd(int fd)
 {
 	struct stat mine;
 	if (fstat(fd, &mine))
@@ -129,9 +136,10 @@ std::optional<pid_t> traced_task_holding(int fd)
 		const long pid = strtol(de->d_name, &end, 10);
 		if (*end || end == de->d_name || pid <= 0)
 			continue;
-		if (tracer_of(static_cast<pid_t>(pid)) == getpid() &&
-		    task_holds_file(static_cast<pid_t>(pid), fd, mine))
-			return static_cast<pid_t>(pid);
+		if (tracer_of(static_cast<pid_t>(pid)) != getpid())
+			continue;
+		if (const std::optional<int> n = task_fd_of_file(static_cast<pid_t>(pid), fd, mine))
+			return TaskFd { static_cast<pid_t>(pid), *n };
 	}
 	return std::nullopt;
 }

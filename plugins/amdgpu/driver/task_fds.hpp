@@ -29,6 +29,12 @@ bool has_socket_connected_to(const std::string &path);
 // pid in this process's pid namespace. kcmp(KCMP_FILE) decides; a file held by several traced
 // tasks names the first found.
 std::optional<pid_t> traced_task_holding(int fd);
+// The same, with the lowest number the task holds the file under.
+struct TaskFd {
+	pid_t pid = 0;
+	int fd = -1;
+};
+std::optional<TaskFd> traced_task_fd(int fd);
 
 // True when fds `a` and `b` of this process refer to the same open file: kcmp(KCMP_FILE).
 bool same_open_file(int a, int b);

@@ -278,7 +278,7 @@ int dump_ext_file(int fd, int id)
 		if (kind == GpuFileKind::kfd)
 			dump_session().dump_kfd(fd, static_cast<uint32_t>(id));
 		else
-			dump_session().dump_render_node(static_cast<uint32_t>(id), minor(st.st_rdev));
+			dump_session().dump_render_node(fd, static_cast<uint32_t>(id), minor(st.st_rdev));
 		return 0;
 	});
 }

@@ -631,7 +631,7 @@ std::vector<uint32_t> DumpSession::image_gpus(const Checkpoint &cp)
 	return gpus;
 }
 
-void DumpSession::dump_render_node(uint32_t id, unsigned int minor)
+void DumpSession::dump_render_node(int fd, uint32_t id, unsigned int minor)
 {
 	const Node *gpu = nullptr;
 	for (const Node *n : local_topology().gpus())
@@ -639,6 +639,7 @@ void DumpSession::dump_render_node(uint32_t id, unsigned int minor)
 			gpu = n;
 	if (!gpu)
 		fail(-ENODEV, "render node renderD%u (file id %u) belongs to no GPU of the KFD topology", minor, id);
+	refuse_gem_objects(fd, id, minor);
 
 	// A render file dumped before the /dev/kfd file of its process is named by its actual
 	// gpu_id; that is the id the process knows unless it was migrated before.
@@ -651,6 +652,43 @@ void DumpSession::dump_render_node(uint32_t id, unsigned int minor)
 	msg.num_of_bos = 0;
 	write_criu_render_node(image_dir_, id, msg);
 	pr_info("saved %s: renderD%u of GPU 0x%04x", render_image_name(id).c_str(), minor, msg.gpu_id);
+}
+
+// The memory of a render-node file's GEM objects is the task's as much as that of its KFD buffers:
+// a dump that went on without it would succeed and restore a task whose buffers are gone. Until the
+// plugin saves them, a file holding any fails the dump, naming them.
+void DumpSession::refuse_gem_objects(int fd, uint32_t id, unsigned int minor)
+{
+	std::vector<gem::Object> objects;
+	int ret = driver_.gem_list(fd, objects);
+	const bool listed = ret != -EINVAL;
+	if (!listed)
+		ret = driver_.gem_probe(fd, objects);
+	if (ret)
+		fail(ret, "cannot tell which GEM buffer objects render-node file id %u (renderD%u) holds: %s %s",
+		     id, minor, listed ? "GEM_LIST_HANDLES" : "GEM_OP GET_GEM_CREATE_INFO", strerror(-ret));
+	if (objects.empty()) {
+		pr_debug("render-node file id %u (renderD%u) holds no GEM buffer objects (%s)", id, minor,
+			 listed ? "listed by the kernel" : "handles probed: this kernel cannot list them");
+		return;
+	}
+	uint64_t bytes = 0;
+	std::string handles;
+	for (const gem::Object &o : objects) {
+		bytes += o.size;
+		if (handles.size() < 64)
+			handles += strprintf("%s%u", handles.empty() ? "" : ", ", o.handle);
+		else if (handles.back() != '.')
+			handles += ", ...";
+	}
+	const std::optional<TaskFd> held = traced_task_fd(fd);
+	const std::string file = held ? strprintf("pid %d fd %d", static_cast<int>(held->pid), held->fd)
+				      : strprintf("file id %u", id);
+	fail(-EOPNOTSUPP,
+	     "%s, a file of renderD%u, holds %zu GEM buffer object(s) of %llu bytes (handles %s%s): this plugin "
+	     "saves KFD buffers only, and a dump without them would lose their memory",
+	     file.c_str(), minor, objects.size(), static_cast<unsigned long long>(bytes), handles.c_str(),
+	     listed ? "" : "; found by their handles, as this kernel cannot list them");
 }
 
 void DumpSession::finish()

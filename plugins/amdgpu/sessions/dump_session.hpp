@@ -84,7 +84,9 @@ public:
 	void close_census();
 
 	void dump_kfd(int fd, uint32_t id);
-	void dump_render_node(uint32_t id, unsigned int minor);
+	// A render-node file of a task, `fd` criu's copy of it. Throws Error when the file holds GEM
+	// buffer objects: their memory is the task's, and this plugin does not save it.
+	void dump_render_node(int fd, uint32_t id, unsigned int minor);
 	// A dma-buf fd a task holds: saved as the shared buffer it is of (criu 4.1+), else refused.
 	void dump_dmabuf(int fd, uint32_t id);
 	// Whether a process with KFD state was met: the dma-buf fds of such a dump are the plugin's.
@@ -105,6 +107,7 @@ public:
 	void finish();
 
 private:
+	void refuse_gem_objects(int fd, uint32_t id, unsigned int minor);
 	// What KFD CHECKPOINT gave for one process; the dma-buf fds it installed are owned here.
 	struct Checkpoint {
 		kfd::ProcessInfo info;

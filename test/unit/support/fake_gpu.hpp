@@ -42,6 +42,8 @@ enum class Op {
 	free_memory,
 	map_memory,
 	unmap_memory,
+	gem_list,
+	gem_probe,
 };
 
 const char *to_string(Op op);
@@ -130,6 +132,12 @@ public:
 	std::set<size_t> imported_bos;
 	uint32_t foreign_gpu = 0xf00d;
 	std::optional<uint32_t> dmabuf_gpu(int fd) override;
+	// The GEM objects every render-node file holds, and whether the kernel lists them (Linux 6.18
+	// and newer) or gem_probe() must find them.
+	std::vector<gem::Object> gem_objects;
+	bool gem_listing = true;
+	int gem_list(int fd, std::vector<gem::Object> &out) override;
+	int gem_probe(int fd, std::vector<gem::Object> &out) override;
 	// KFD's VRAM charge of every process on every GPU; unknown when unset.
 	std::optional<uint64_t> vram_charge;
 	std::optional<uint64_t> vram_charged(pid_t, uint32_t) override { return vram_charge; }

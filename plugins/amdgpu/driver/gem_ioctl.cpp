@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "driver/gem_ioctl.hpp"
+
+#include "driver/kfd_ioctl.hpp"
+
+#include <drm.h>
+#include <amdgpu_drm.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace amdgpu::gem {
+namespace {
+
+// Linux 6.18's include/uapi/drm/amdgpu_drm.h, field by field.
+constexpr unsigned kListHandlesNr = 0x19;
+constexpr unsigned kOpGetMappingInfo = 2;
+
+struct ListHandlesArgs {
+	uint64_t entries;
+	uint32_t num_entries;
+	uint32_t padding;
+};
+static_assert(sizeof(ListHandlesArgs) == 16);
+
+struct ListHandlesEntry {
+	uint32_t gem_handle;
+	uint32_t flags;
+	uint64_t size;
+	uint64_t preferred_domains;
+	uint64_t alloc_flags;
+	uint64_t alignment;
+};
+static_assert(sizeof(ListHandlesEntry) == 40);
+
+// drm_amdgpu_gem_op as 6.18 extended it: num_entries and a padding that must be 0. An older
+// kernel copies in only the first 16 bytes.
+struct GemOpArgs {
+	uint32_t handle;
+	uint32_t op;
+	uint64_t value;
+	uint32_t num_entries;
+	uint32_t padding;
+};
+static_assert(sizeof(GemOpArgs) == 24);
+
+struct VmEntry {
+	uint64_t addr;
+	uint64_t size;
+	uint64_t offset;
+	uint64_t flags;
+};
+static_assert(sizeof(VmEntry) == 32);
+
+const unsigned long kListHandles = DRM_IOWR(DRM_COMMAND_BASE + kListHandlesNr, ListHandlesArgs);
+const unsigned long kGemOp = DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, GemOpArgs);
+const unsigned long kGemOpOld = DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, struct drm_amdgpu_gem_op);
+
+// Both ioctls answer an array too small with the number needed and nothing in it; objects added
+// in between make another round.
+constexpr int kMaxRounds = 8;
+
+} // namespace
+
+int list_handles(int fd, std::vector<Object> &out)
+{
+	std::vector<ListHandlesEntry> entries;
+	out.clear();
+	for (int round = 0; round < kMaxRounds; round++) {
+		ListHandlesArgs args;
+		std::memset(&args, 0, sizeof(args));
+		args.entries = reinterpret_cast<uintptr_t>(entries.data());
+		args.num_entries = static_cast<uint32_t>(entries.size());
+		if (const int ret = kfd::ioctl_retry(fd, kListHandles, &args))
+			return ret;
+		if (args.num_entries > entries.size()) {
+			entries.assign(args.num_entries, ListHandlesEntry {});
+			continue;
+		}
+		for (uint32_t i = 0; i < args.num_entries; i++) {
+			const ListHandlesEntry &e = entries[i];
+			out.push_back({ e.gem_handle, e.flags, e.size, e.preferred_domains, e.alloc_flags, e.alignment });
+		}
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+int mapping_info(int fd, uint32_t handle, std::vector<Mapping> &out)
+{
+	std::vector<VmEntry> entries;
+	out.clear();
+	for (int round = 0; round < kMaxRounds; round++) {
+		GemOpArgs args;
+		std::memset(&args, 0, sizeof(args));
+		args.handle = handle;
+		args.op = kOpGetMappingInfo;
+		args.value = reinterpret_cast<uintptr_t>(entries.data());
+		args.num_entries = static_cast<uint32_t>(entries.size());
+		if (const int ret = kfd::ioctl_retry(fd, kGemOp, &args))
+			return ret;
+		if (args.num_entries > entries.size()) {
+			entries.assign(args.num_entries, VmEntry {});
+			continue;
+		}
+		for (uint32_t i = 0; i < args.num_entries; i++)
+			out.push_back({ entries[i].addr, entries[i].size, entries[i].offset, entries[i].flags });
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+int create_info(int fd, uint32_t handle, Object &out)
+{
+	drm_amdgpu_gem_create_in info;
+	std::memset(&info, 0, sizeof(info));
+	drm_amdgpu_gem_op args;
+	std::memset(&args, 0, sizeof(args));
+	args.handle = handle;
+	args.op = AMDGPU_GEM_OP_GET_GEM_CREATE_INFO;
+	args.value = reinterpret_cast<uintptr_t>(&info);
+	if (const int ret = kfd::ioctl_retry(fd, kGemOpOld, &args))
+		return ret;
+	const uint64_t page = 4096;
+	out = { handle, 0, info.bo_size, info.domains, info.domain_flags, (info.alignment + page - 1) / page };
+	return 0;
+}
+
+int probe_handles(int fd, std::vector<Object> &out, uint32_t free_run)
+{
+	out.clear();
+	uint32_t free_in_a_row = 0;
+	for (uint32_t handle = 1; free_in_a_row < free_run; handle++) {
+		Object o;
+		const int ret = create_info(fd, handle, o);
+		if (ret == -ENOENT) {
+			free_in_a_row++;
+			continue;
+		}
+		if (ret)
+			return ret;
+		free_in_a_row = 0;
+		out.push_back(o);
+	}
+	return 0;
+}
+
+} // namespace amdgpu::gem

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// Thin typed wrappers around the render-node ioctls that show which GEM buffer objects a DRM file
+// holds. A render-node file (an open /dev/dri/renderD*) is one DRM file with a table of GEM
+// handles, 1 and up, each allocated as the lowest one free; every fd of the file (criu's copy of a
+// task's fd included) sees the same table.
+//
+// Linux 6.18 added two ioctls to read that table for checkpointing (the system's libdrm headers
+// predate them, so their layouts are spelled out here, from the kernel's uapi header):
+//   DRM_IOCTL_AMDGPU_GEM_LIST_HANDLES: every object of the file in handle order, with its size,
+//     domains, creation flags and alignment (in pages); an array too small gets only their number;
+//   AMDGPU_GEM_OP_GET_MAPPING_INFO: the VA mappings of one object in the file's GPU VM.
+// An older kernel answers both with EINVAL. There, GEM_OP's GET_GEM_CREATE_INFO, as old as the
+// driver, still tells whether a handle names an object (ENOENT when it does not).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace amdgpu::gem {
+
+struct Object {
+	uint32_t handle = 0;
+	uint32_t flags = 0;		 // kListImported
+	uint64_t size = 0;		 // bytes
+	uint64_t preferred_domains = 0;	 // AMDGPU_GEM_DOMAIN_*
+	uint64_t alloc_flags = 0;	 // AMDGPU_GEM_CREATE_* the object can be created with again
+	uint64_t alignment_pages = 0;	 // LIST_HANDLES gives pages; GET_GEM_CREATE_INFO bytes, converted
+};
+
+// An object made from another device's dma-buf (one of the same GPU is that GPU's own object).
+inline constexpr uint32_t kListImported = 1u << 0;
+
+struct Mapping {
+	uint64_t addr = 0; // GPU VA, without the sign extension of the upper half
+	uint64_t size = 0;
+	uint64_t offset = 0; // in the object
+	uint64_t flags = 0;  // AMDGPU_VM_PAGE_* and MTYPE bits, as they were mapped
+};
+
+// DRM_IOCTL_AMDGPU_GEM_LIST_HANDLES: 0 and every object of the file; -EINVAL on a kernel before
+// 6.18.
+int list_handles(int fd, std::vector<Object> &out);
+
+// AMDGPU_GEM_OP_GET_MAPPING_INFO: 0 and the mappings of `handle`; -EINVAL before 6.18, -ENOENT for a
+// handle that names nothing.
+int mapping_info(int fd, uint32_t handle, std::vector<Mapping> &out);
+
+// AMDGPU_GEM_OP_GET_GEM_CREATE_INFO: 0 and what `handle` was created with (flags 0); -ENOENT for a
+// handle that names nothing.
+int create_info(int fd, uint32_t handle, Object &out);
+
+// The objects of a file on a kernel without LIST_HANDLES, found by asking GET_GEM_CREATE_INFO for
+// handles 1, 2, ... until `free_run` handles in a row name nothing. Handles are allocated lowest
+// first, so this misses only objects above `free_run` freed handles in a row.
+inline constexpr uint32_t kProbeFreeRun = 64;
+int probe_handles(int fd, std::vector<Object> &out, uint32_t free_run = kProbeFreeRun);
+
+} // namespace amdgpu::gem
