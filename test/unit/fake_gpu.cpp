@@ -299,6 +299,14 @@ int FakeGpu::gem_probe(int fd, std::vector<gem::Object> &out)
 	return 0;
 }
 
+int FakeGpu::gem_export(int, uint32_t)
+{
+	const int fd = eventfd(0, EFD_CLOEXEC);
+	keys_.erase(fd); // a number a closed dma-buf of CHECKPOINT had: this is another buffer
+	gpus_.erase(fd);
+	return fd;
+}
+
 // Writes (or reads) each GPU's pages image as the real copier does, with the BOs' bytes made up.
 std::vector<CopyStats> FakeGpu::copy(CopyDirection direction, std::span<const GpuCopyJob> given,
 				     const ImageDir &image_dir, uint32_t kfd_id, uint64_t)

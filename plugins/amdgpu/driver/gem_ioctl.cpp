@@ -5,6 +5,9 @@
 
 #include <drm.h>
 #include <amdgpu_drm.h>
+#include <xf86drm.h>
+
+#include <fcntl.h>
 
 #include <cerrno>
 #include <cstring>
@@ -56,6 +59,9 @@ const unsigned long kListHandles = DRM_IOWR(DRM_COMMAND_BASE + kListHandlesNr, L
 const unsigned long kGemOp = DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, GemOpArgs);
 const unsigned long kGemOpOld = DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, struct drm_amdgpu_gem_op);
 
+// The pages TTM counts an alignment in (x86-64's).
+constexpr uint64_t kKernelPage = 4096;
+
 // Both ioctls answer an array too small with the number needed and nothing in it; objects added
 // in between make another round.
 constexpr int kMaxRounds = 8;
@@ -79,7 +85,8 @@ int list_handles(int fd, std::vector<Object> &out)
 		}
 		for (uint32_t i = 0; i < args.num_entries; i++) {
 			const ListHandlesEntry &e = entries[i];
-			out.push_back({ e.gem_handle, e.flags, e.size, e.preferred_domains, e.alloc_flags, e.alignment });
+			out.push_back(
+				{ e.gem_handle, e.flags, e.size, e.preferred_domains, e.alloc_flags, e.alignment });
 		}
 		return 0;
 	}
@@ -121,9 +128,22 @@ int create_info(int fd, uint32_t handle, Object &out)
 	args.value = reinterpret_cast<uintptr_t>(&info);
 	if (const int ret = kfd::ioctl_retry(fd, kGemOpOld, &args))
 		return ret;
-	const uint64_t page = 4096;
-	out = { handle, 0, info.bo_size, info.domains, info.domain_flags, (info.alignment + page - 1) / page };
+	// GET_GEM_CREATE_INFO gives the alignment in bytes; LIST_HANDLES, and Object, in the kernel's pages
+	out = { handle,
+		0,
+		info.bo_size,
+		info.domains,
+		info.domain_flags,
+		(info.alignment + kKernelPage - 1) / kKernelPage };
 	return 0;
+}
+
+int export_dmabuf(int fd, uint32_t handle)
+{
+	int out = -1;
+	if (drmPrimeHandleToFD(fd, handle, DRM_CLOEXEC | DRM_RDWR, &out))
+		return -errno;
+	return out;
 }
 
 int probe_handles(int fd, std::vector<Object> &out, uint32_t free_run)

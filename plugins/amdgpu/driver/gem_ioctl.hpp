@@ -21,11 +21,11 @@ namespace amdgpu::gem {
 
 struct Object {
 	uint32_t handle = 0;
-	uint32_t flags = 0;		 // kListImported
-	uint64_t size = 0;		 // bytes
-	uint64_t preferred_domains = 0;	 // AMDGPU_GEM_DOMAIN_*
-	uint64_t alloc_flags = 0;	 // AMDGPU_GEM_CREATE_* the object can be created with again
-	uint64_t alignment_pages = 0;	 // LIST_HANDLES gives pages; GET_GEM_CREATE_INFO bytes, converted
+	uint32_t flags = 0;		// kListImported
+	uint64_t size = 0;		// bytes
+	uint64_t preferred_domains = 0; // AMDGPU_GEM_DOMAIN_*
+	uint64_t alloc_flags = 0;	// AMDGPU_GEM_CREATE_* the object can be created with again
+	uint64_t alignment_pages = 0;	// LIST_HANDLES gives pages; GET_GEM_CREATE_INFO bytes, converted
 };
 
 // An object made from another device's dma-buf (one of the same GPU is that GPU's own object).
@@ -49,6 +49,10 @@ int mapping_info(int fd, uint32_t handle, std::vector<Mapping> &out);
 // AMDGPU_GEM_OP_GET_GEM_CREATE_INFO: 0 and what `handle` was created with (flags 0); -ENOENT for a
 // handle that names nothing.
 int create_info(int fd, uint32_t handle, Object &out);
+
+// PRIME_HANDLE_TO_FD: a new close-on-exec fd of the dma-buf of `handle` (the one the kernel keeps
+// for the object, when it exported it before), or a negative errno.
+int export_dmabuf(int fd, uint32_t handle);
 
 // The objects of a file on a kernel without LIST_HANDLES, found by asking GET_GEM_CREATE_INFO for
 // handles 1, 2, ... until `free_run` handles in a row name nothing. Handles are allocated lowest

@@ -82,6 +82,7 @@ public:
 	}
 	int gem_list(int fd, std::vector<gem::Object> &out) override { return gem::list_handles(fd, out); }
 	int gem_probe(int fd, std::vector<gem::Object> &out) override { return gem::probe_handles(fd, out); }
+	int gem_export(int fd, uint32_t handle) override { return gem::export_dmabuf(fd, handle); }
 	std::optional<BufferKey> dmabuf_key(int fd) override
 	{
 		struct stat st;

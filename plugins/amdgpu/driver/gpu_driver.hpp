@@ -79,6 +79,8 @@ public:
 	// before Linux 6.18), or found by probing handles where it cannot list them.
 	virtual int gem_list(int fd, std::vector<gem::Object> &out) = 0;
 	virtual int gem_probe(int fd, std::vector<gem::Object> &out) = 0;
+	// A dma-buf fd of GEM object `handle` of the file (gem::export_dmabuf), or a negative errno.
+	virtual int gem_export(int fd, uint32_t handle) = 0;
 
 	// The bytes of VRAM KFD charged task `pid` (criu's pid namespace) on GPU `gpu_id` (actual),
 	// from sysfs; nothing when the kernel does not show it.

@@ -665,8 +665,25 @@ void DumpSession::refuse_gem_objects(int fd, uint32_t id, unsigned int minor)
 	if (!listed)
 		ret = driver_.gem_probe(fd, objects);
 	if (ret)
-		fail(ret, "cannot tell which GEM buffer objects render-node file id %u (renderD%u) holds: %s %s",
-		     id, minor, listed ? "GEM_LIST_HANDLES" : "GEM_OP GET_GEM_CREATE_INFO", strerror(-ret));
+		fail(ret, "cannot tell which GEM buffer objects render-node file id %u (renderD%u) holds: %s %s", id,
+		     minor, listed ? "GEM_LIST_HANDLES" : "GEM_OP GET_GEM_CREATE_INFO", strerror(-ret));
+	// An object that is a KFD buffer of the dump (ROCm 7's runtime imports the buffers it attaches
+	// through IPC into its render node) has its memory saved with that buffer: only its handle is
+	// not restored, as the plugin never restored one.
+	std::erase_if(objects, [&](const gem::Object &o) {
+		const unique_fd dmabuf(driver_.gem_export(fd, o.handle));
+		const std::optional<BufferKey> key = dmabuf ? driver_.dmabuf_key(dmabuf.get()) : std::nullopt;
+		if (!key)
+			return false;
+		for (const BufferHold &h : census_.holds_of(census_.key_of(*key)))
+			if (!h.held_fd()) {
+				pr_info("render-node file id %u (renderD%u): GEM handle %u is the memory of KFD buffer "
+					"0x%llx of pid %d, saved with it; the handle itself is not restored",
+					id, minor, o.handle, static_cast<unsigned long long>(h.addr), static_cast<int>(h.pid));
+				return true;
+			}
+		return false;
+	});
 	if (objects.empty()) {
 		pr_debug("render-node file id %u (renderD%u) holds no GEM buffer objects (%s)", id, minor,
 			 listed ? "listed by the kernel" : "handles probed: this kernel cannot list them");
@@ -682,8 +699,8 @@ void DumpSession::refuse_gem_objects(int fd, uint32_t id, unsigned int minor)
 			handles += ", ...";
 	}
 	const std::optional<TaskFd> held = traced_task_fd(fd);
-	const std::string file = held ? strprintf("pid %d fd %d", static_cast<int>(held->pid), held->fd)
-				      : strprintf("file id %u", id);
+	const std::string file =
+		held ? strprintf("pid %d fd %d", static_cast<int>(held->pid), held->fd) : strprintf("file id %u", id);
 	fail(-EOPNOTSUPP,
 	     "%s, a file of renderD%u, holds %zu GEM buffer object(s) of %llu bytes (handles %s%s): this plugin "
 	     "saves KFD buffers only, and a dump without them would lose their memory",

@@ -138,6 +138,8 @@ public:
 	bool gem_listing = true;
 	int gem_list(int fd, std::vector<gem::Object> &out) override;
 	int gem_probe(int fd, std::vector<gem::Object> &out) override;
+	// No GEM object is a KFD buffer here: its dma-buf is a buffer of its own.
+	int gem_export(int fd, uint32_t handle) override;
 	// KFD's VRAM charge of every process on every GPU; unknown when unset.
 	std::optional<uint64_t> vram_charge;
 	std::optional<uint64_t> vram_charged(pid_t, uint32_t) override { return vram_charge; }
