@@ -7,7 +7,9 @@
  * VA manager; SDMA submissions (COPY_LINEAR at the engine's 4 MiB maximum with
  * count = bytes - 1, many packets per IB padded to 8 dwords, CONST_FILL,
  * WRITE, FENCE, TRAP) waited for with amdgpu_cs_query_fence_status and checked
- * byte by byte; dma-buf export and re-import; the kernel's error codes.  Then
+ * byte by byte; dma-buf export and re-import; the checkpoint interface of
+ * Linux 6.18 (GEM_LIST_HANDLES, GEM_OP GET_MAPPING_INFO); the kernel's error
+ * codes.  Then
  * the plugin's path to KFD memory: a forked child allocates VRAM through
  * /dev/kfd, this process checkpoints it with the CRIU ioctls as criu does,
  * imports the dma-bufs and moves their contents through SDMA both ways.
@@ -569,6 +571,187 @@ out:
 	buf_free(&b, false);
 }
 
+/* ---- the checkpoint interface of Linux 6.18 -------------------------------- */
+
+/* amdgpu_drm.h of 6.18, which the headers here may predate */
+#define LIST_HANDLES_NR		0x19
+#define GEM_OP_MAPPING_INFO	2
+#define LIST_IS_IMPORT		(1u << 0)
+
+struct list_handles {
+	uint64_t entries;
+	uint32_t num_entries, padding;
+};
+
+struct list_entry {
+	uint32_t gem_handle, flags;
+	uint64_t size, preferred_domains, alloc_flags, alignment;
+};
+
+struct gem_op24 {
+	uint32_t handle, op;
+	uint64_t value;
+	uint32_t num_entries, padding;
+};
+
+struct vm_entry {
+	uint64_t addr, size, offset, flags;
+};
+
+struct change_handle {
+	uint32_t handle, new_handle;
+};
+
+static bool kernel_at_least(unsigned int major, unsigned int minor)
+{
+	unsigned int a = 0, b = 0;
+	FILE *f = fopen("/proc/sys/kernel/osrelease", "r");
+
+	if (f) {
+		if (fscanf(f, "%u.%u", &a, &b) != 2)
+			a = b = 0;
+		fclose(f);
+	}
+	return a > major || (a == major && b >= minor);
+}
+
+static int list_handles(int fd, struct list_entry *e, uint32_t *n)
+{
+	struct list_handles args = { .entries = (uintptr_t)e, .num_entries = *n };
+	int r = drmIoctl(fd, DRM_IOWR(DRM_COMMAND_BASE + LIST_HANDLES_NR, struct list_handles), &args);
+
+	*n = args.num_entries;
+	return r ? -errno : 0;
+}
+
+static int mapping_info(int fd, uint32_t handle, struct vm_entry *e, uint32_t *n, uint32_t padding)
+{
+	struct gem_op24 args = {
+		.handle = handle, .op = GEM_OP_MAPPING_INFO, .value = (uintptr_t)e,
+		.num_entries = *n, .padding = padding,
+	};
+	int r = drmIoctl(fd, DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, struct gem_op24), &args);
+
+	*n = args.num_entries;
+	return r ? -errno : 0;
+}
+
+static int gem_create(int fd, uint64_t size, uint64_t align, uint32_t domain, uint32_t *handle)
+{
+	union drm_amdgpu_gem_create args = {
+		.in = { .bo_size = size, .alignment = align, .domains = domain },
+	};
+	int r = drmCommandWriteRead(fd, DRM_AMDGPU_GEM_CREATE, &args, sizeof(args));
+
+	*handle = args.out.handle;
+	return r;
+}
+
+/*
+ * GEM_LIST_HANDLES and GEM_OP GET_MAPPING_INFO as 6.18 answers them, on a file
+ * of its own (its handles from 1): objects in handle order, an array too small
+ * given only their number, alignment in pages, IS_IMPORT for another GPU's
+ * dma-buf alone, the mappings with the flags they were made with, a non-zero
+ * padding refused; DRM core's CHANGE_HANDLE disabled since the CVE-2026-53145
+ * fix. Before 6.18 both ioctls fail with EINVAL.
+ */
+static void check_gem_checkpoint(struct gpu *g, struct gpu *other)
+{
+	const uint64_t va = 0x7f0000000000ull, vm_flags = AMDGPU_VM_PAGE_READABLE |
+		AMDGPU_VM_PAGE_WRITEABLE | AMDGPU_VM_MTYPE_UC;
+	struct list_entry e[4];
+	struct vm_entry m[2];
+	struct change_handle ch;
+	char path[64];
+	uint32_t h[3] = { 0 }, n, imported = 0;
+	struct buf theirs = {};
+	uint32_t dmabuf = 0;
+	int fd, r;
+
+	snprintf(path, sizeof(path), "/dev/dri/renderD%d", g->minor);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (!ok(fd >= 0, "a file of its own for the GEM checkpoint interface"))
+		return;
+	n = 0;
+	if (!kernel_at_least(6, 18)) {
+		ok(list_handles(fd, e, &n) == -EINVAL, "before Linux 6.18 GEM_LIST_HANDLES fails with EINVAL");
+		r = gem_create(fd, 64 << 10, 0, AMDGPU_GEM_DOMAIN_GTT, &h[0]);
+		ok(!r && mapping_info(fd, h[0], m, &n, 0) == -EINVAL,
+		   "before Linux 6.18 GEM_OP has no GET_MAPPING_INFO: EINVAL");
+		close(fd);
+		return;
+	}
+	ok(!list_handles(fd, e, &n) && n == 0, "a new file lists no GEM object");
+	r = gem_create(fd, 1 * MIB, 0x10000, AMDGPU_GEM_DOMAIN_VRAM, &h[0]);
+	if (!r)
+		r = gem_create(fd, 64 << 10, 0, AMDGPU_GEM_DOMAIN_GTT, &h[1]);
+	if (!r)
+		r = gem_create(fd, 2 * MIB, 0, AMDGPU_GEM_DOMAIN_GTT, &h[2]);
+	if (!ok(!r && h[0] == 1 && h[1] == 2 && h[2] == 3, "handles are handed out from 1 (%u %u %u)", h[0],
+		h[1], h[2]))
+		goto out;
+	drmCloseBufferHandle(fd, h[1]);
+
+	memset(e, 0xa5, sizeof(e));
+	n = 1;
+	r = list_handles(fd, e, &n);
+	ok(!r && n == 2 && e[0].gem_handle == 0xa5a5a5a5,
+	   "an array too small gets the number of objects (%u) and nothing in it", n);
+	n = 4;
+	r = list_handles(fd, e, &n);
+	ok(!r && n == 2 && e[0].gem_handle == 1 && e[1].gem_handle == 3,
+	   "the objects in handle order, the freed handle left out (%u: %u %u)", n, e[0].gem_handle,
+	   e[1].gem_handle);
+	ok(!r && e[0].size == 1 * MIB && e[0].preferred_domains == AMDGPU_GEM_DOMAIN_VRAM &&
+	   e[0].alignment == 16 && !e[0].flags &&
+	   (e[0].alloc_flags & AMDGPU_GEM_CREATE_VRAM_CLEARED),
+	   "size, domains, alignment in pages (%llu) and creation flags (0x%llx) as created",
+	   (unsigned long long)e[0].alignment, (unsigned long long)e[0].alloc_flags);
+
+	r = raw_va(fd, h[0], AMDGPU_VA_OP_MAP, va, 1 * MIB, 0);
+	if (!r) {
+		struct drm_amdgpu_gem_va args = {
+			.handle = h[2], .operation = AMDGPU_VA_OP_MAP, .flags = vm_flags,
+			.va_address = va + 4 * MIB, .offset_in_bo = 1 * MIB, .map_size = 1 * MIB,
+		};
+		r = drmCommandWrite(fd, DRM_AMDGPU_GEM_VA, &args, sizeof(args));
+	}
+	n = 0;
+	if (!r)
+		r = mapping_info(fd, h[2], m, &n, 0);
+	ok(!r && n == 1, "GET_MAPPING_INFO counts an object's mappings (%u)", n);
+	memset(m, 0, sizeof(m));
+	r = mapping_info(fd, h[2], m, &n, 0);
+	ok(!r && n == 1 && m[0].addr == va + 4 * MIB && m[0].size == 1 * MIB && m[0].offset == 1 * MIB &&
+	   m[0].flags == vm_flags,
+	   "the mapping's address, size, offset and flags as mapped (flags 0x%llx)", (unsigned long long)m[0].flags);
+	ok(mapping_info(fd, h[2], m, &n, 1) == -EINVAL, "a GEM_OP with its padding set fails with EINVAL");
+	ok(mapping_info(fd, 2, m, &n, 0) == -ENOENT, "GET_MAPPING_INFO of a freed handle fails with ENOENT");
+
+	/* another GPU's buffer is an import here; it takes the lowest free handle */
+	if (other && !buf_alloc(other->dev, &theirs, 64 << 10, AMDGPU_GEM_DOMAIN_VRAM, false) &&
+	    !amdgpu_bo_export(theirs.bo, amdgpu_bo_handle_type_dma_buf_fd, &dmabuf) &&
+	    !drmPrimeFDToHandle(fd, dmabuf, &imported)) {
+		n = 4;
+		r = list_handles(fd, e, &n);
+		ok(!r && n == 3 && imported == 2 && e[1].gem_handle == 2 && (e[1].flags & LIST_IS_IMPORT) &&
+		   !(e[0].flags & LIST_IS_IMPORT),
+		   "another GPU's dma-buf comes in at the freed handle 2, marked an import");
+	} else if (other) {
+		ok(false, "another GPU's buffer imported (%s)", strerror(errno));
+	}
+	if (dmabuf)
+		close(dmabuf);
+	if (theirs.bo)
+		buf_free(&theirs, false);
+
+	ch = (struct change_handle){ .handle = h[0], .new_handle = 10 };
+	r = drmIoctl(fd, DRM_IOWR(0xD2, struct change_handle), &ch) ? -errno : 0;
+	ok(r == -EINVAL, "DRM_IOCTL_GEM_CHANGE_HANDLE fails with EINVAL (disabled since CVE-2026-53145's fix)");
+out:
+	close(fd);
+}
+
 static void check_errors(struct gpu *g)
 {
 	struct drm_amdgpu_gem_userptr up = {};
@@ -1071,6 +1254,7 @@ int main(int argc, char **argv)
 		check_queries(g);
 		check_sdma(g);
 		check_prime(g);
+		check_gem_checkpoint(g, i && gpus[i - 1].dev ? &gpus[i - 1] : NULL); /* a GPU set up before */
 		check_errors(g);
 	}
 	tap_prefix = "";
