@@ -55,20 +55,34 @@ int hook_of_entry_name(std::string_view name)
 	return it == kEntryNames.end() ? -1 : static_cast<int>(it - kEntryNames.begin());
 }
 
-unsigned int named_hooks_in(std::string_view bytes)
+// It reads the whole of criu's read-only segments, the gaps between objects included. Under
+// AddressSanitizer (in the host tests, whose executable stands in for criu) those gaps are
+// redzones: the scan is left uninstrumented and calls nothing that is intercepted, each name
+// copied out before it is looked up.
+__attribute__((no_sanitize("address"))) unsigned int named_hooks_in(std::string_view bytes)
 {
+	const char *p = bytes.data();
+	const size_t n = bytes.size();
+	const size_t prefix = kEntryPrefix.size();
 	unsigned int known = 0;
-	for (size_t at = bytes.find(kEntryPrefix); at != std::string_view::npos;
-	     at = bytes.find(kEntryPrefix, at + 1)) {
-		if (at > 0 && bytes[at - 1] != '\0')
+	for (size_t at = 0; at + prefix < n; at++) {
+		if (at > 0 && p[at - 1] != '\0')
 			continue; // the tail of a longer string
-		const size_t name = at + kEntryPrefix.size();
-		const size_t nul = bytes.find('\0', name);
-		if (nul == std::string_view::npos)
-			break;
-		const int hook = hook_of_entry_name(bytes.substr(name, nul - name));
+		size_t k = 0;
+		while (k < prefix && p[at + k] == kEntryPrefix[k])
+			k++;
+		if (k < prefix)
+			continue;
+		char name[40];
+		size_t len = 0, i = at + prefix;
+		while (i < n && p[i] != '\0' && len < sizeof(name))
+			name[len++] = p[i++];
+		if (i >= n || p[i] != '\0')
+			continue;
+		const int hook = hook_of_entry_name(std::string_view(name, len));
 		if (hook >= 0)
 			known = std::max(known, static_cast<unsigned int>(hook) + 1);
+		at = i;
 	}
 	return known;
 }
