@@ -343,10 +343,14 @@ static int emu_bo_mmap(struct drm_gem_object *obj, struct vm_area_struct *vma)
 	return 0;
 }
 
-/* amdgpu refuses to share user pages through dma-buf */
+/*
+ * amdgpu refuses to share user pages through dma-buf, and a buffer that lives
+ * in one file's VM alone (VM_ALWAYS_VALID: it shares the VM's reservation)
+ */
 static struct dma_buf *emu_bo_export(struct drm_gem_object *obj, int flags)
 {
-	if (to_emu_bo(obj)->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
+	if (to_emu_bo(obj)->alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR ||
+	    to_emu_bo(obj)->gem_flags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID)
 		return ERR_PTR(-EPERM);
 	return drm_gem_prime_export(obj, flags);
 }

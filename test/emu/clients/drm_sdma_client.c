@@ -569,6 +569,28 @@ static void check_prime(struct gpu *g)
 	close(fd);
 out:
 	buf_free(&b, false);
+
+	/* memory that lives in one file's VM alone is not lent out */
+	struct amdgpu_bo_alloc_request req = {
+		.alloc_size = 64 << 10,
+		.phys_alignment = 4096,
+		.preferred_heap = AMDGPU_GEM_DOMAIN_GTT,
+		.flags = AMDGPU_GEM_CREATE_VM_ALWAYS_VALID,
+	};
+	amdgpu_bo_handle local;
+	uint32_t local_fd = 0;
+
+	r = amdgpu_bo_alloc(g->dev, &req, &local);
+	ok(!r, "a VM_ALWAYS_VALID GTT BO (%d)", r);
+	if (r)
+		return;
+	errno = 0;
+	r = amdgpu_bo_export(local, amdgpu_bo_handle_type_dma_buf_fd, &local_fd);
+	ok(r && errno == EPERM, "a VM_ALWAYS_VALID BO cannot be exported as a dma-buf: EPERM (%d, %s)", r,
+	   strerror(errno));
+	if (!r)
+		close(local_fd);
+	amdgpu_bo_free(local);
 }
 
 /* ---- the checkpoint interface of Linux 6.18 -------------------------------- */
