@@ -8,14 +8,19 @@
  * into the file's GPU VM at an address of libdrm's VA manager and into the
  * process; a sixth buffer, created between the second and the third and freed
  * once the seventh, the SDMA engine's command buffer, is made, leaves a gap in
- * the file's handles (1, 2, 4, 5, 6 and the command buffer's 7). Every content buffer holds the workload's pattern; a copy
- * thread then submits SDMA copies through the command-submission ioctl
- * without pause (the first 2 MiB of the first buffer into the last, the same
+ * the file's handles (1, 2, 4, 5, 6 and the command buffer's 7). Every
+ * content buffer holds the workload's pattern; a copy thread then submits SDMA
+ * copies through the command-submission ioctl of its one context, each with
+ * the list of buffers it uses (no BO list object: Mesa's drivers pass the list
+ * with each submission), waits for each by its fence sequence number, without
+ * pause (the first 2 MiB of the first buffer into the last, the same
  * bytes again and again, so that they are always in flight) and counts those
  * that complete: that count is the heartbeat.
  *
  * The contract (verify, heartbeat, the state file) is the other workloads'
- * (test/e2e/README.md); rewrite and fault are not served.
+ * (test/e2e/README.md); rewrite and fault are not served. Verify also asks the
+ * kernel whether each handle still names its buffer and (Linux 6.18 and
+ * newer) where the file's GPU VM maps it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <xf86drm.h>
@@ -66,7 +72,6 @@ struct ctx {
 	int fd;
 	amdgpu_device_handle dev;
 	amdgpu_context_handle cs;
-	amdgpu_bo_list_handle list;
 	struct buf bufs[N_BUFS], ib;
 	uint64_t seed;
 	pthread_t copier;
@@ -141,20 +146,36 @@ static void *copy_loop(void *arg)
 	while (n & 7)
 		dw[n++] = SDMA_NOP;
 
+	/* the buffers each submission uses go with it, as Mesa's drivers pass them */
+	struct drm_amdgpu_bo_list_entry bos[N_BUFS + 1];
+	for (unsigned int i = 0; i < N_BUFS; i++)
+		bos[i] = (struct drm_amdgpu_bo_list_entry){ .bo_handle = c->bufs[i].handle };
+	bos[N_BUFS] = (struct drm_amdgpu_bo_list_entry){ .bo_handle = c->ib.handle };
+	struct drm_amdgpu_bo_list_in list = {
+		.bo_number = N_BUFS + 1,
+		.bo_info_size = sizeof(bos[0]),
+		.bo_info_ptr = (uint64_t)(uintptr_t)bos,
+	};
+	struct drm_amdgpu_cs_chunk_ib ib = {
+		.ip_type = AMDGPU_HW_IP_DMA,
+		.va_start = c->ib.va,
+		.ib_bytes = n * 4,
+	};
+	struct drm_amdgpu_cs_chunk chunks[2] = {
+		{ .chunk_id = AMDGPU_CHUNK_ID_BO_HANDLES,
+		  .length_dw = sizeof(list) / 4,
+		  .chunk_data = (uint64_t)(uintptr_t)&list },
+		{ .chunk_id = AMDGPU_CHUNK_ID_IB, .length_dw = sizeof(ib) / 4, .chunk_data = (uint64_t)(uintptr_t)&ib },
+	};
+
 	while (!atomic_load(&c->stop)) {
-		struct amdgpu_cs_ib_info info = { .ib_mc_address = c->ib.va, .size = n };
-		struct amdgpu_cs_request req = {
-			.ip_type = AMDGPU_HW_IP_DMA,
-			.resources = c->list,
-			.number_of_ibs = 1,
-			.ibs = &info,
-		};
 		struct amdgpu_cs_fence fence = { .context = c->cs, .ip_type = AMDGPU_HW_IP_DMA };
 		uint32_t expired = 0;
-		int r = amdgpu_cs_submit(c->cs, 0, &req, 1);
+		uint64_t seq = 0;
+		int r = amdgpu_cs_submit_raw2(c->dev, c->cs, 0, 2, chunks, &seq);
 
 		if (!r) {
-			fence.fence = req.seq_no;
+			fence.fence = seq;
 			r = amdgpu_cs_query_fence_status(&fence, AMDGPU_TIMEOUT_INFINITE, 0, &expired);
 		}
 		if (!r && !expired)
@@ -188,7 +209,6 @@ static int setup(struct ctx *c)
 {
 	unsigned int n_gpus = 1, n_nodes;
 	uint32_t major, minor;
-	amdgpu_bo_handle list[N_BUFS + 1];
 	struct buf gap = { 0 };
 	char path[64];
 	int r;
@@ -232,11 +252,6 @@ static int setup(struct ctx *c)
 	buf_destroy(&gap);
 	if (!r)
 		r = amdgpu_cs_ctx_create(c->dev, &c->cs);
-	for (unsigned int i = 0; i < N_BUFS; i++)
-		list[i] = c->bufs[i].bo;
-	list[N_BUFS] = c->ib.bo;
-	if (!r)
-		r = amdgpu_bo_list_create(c->dev, N_BUFS + 1, list, NULL, &c->list);
 	if (r) {
 		wl_err("the SDMA context: %s", strerror(-r));
 		return WL_EXIT_SETUP;
@@ -248,6 +263,49 @@ static int setup(struct ctx *c)
 	c->copier_running = true;
 	r = wl_host_setup(&c->o);
 	return r ? r : wl_state_write(c->o.state, state_fill, c);
+}
+
+/*
+ * Its handle still names the buffer, of its size and domain, and (where the
+ * kernel tells it: GET_MAPPING_INFO, Linux 6.18) the file's VM maps it at its
+ * address.
+ */
+static void check_handle(struct wl_report *r, const char *what, struct ctx *c, const struct buf *b)
+{
+	struct drm_amdgpu_gem_create_in info = { 0 };
+	struct drm_amdgpu_gem_op op = {
+		.handle = b->handle,
+		.op = AMDGPU_GEM_OP_GET_GEM_CREATE_INFO,
+		.value = (uint64_t)(uintptr_t)&info,
+	};
+	struct {
+		uint64_t addr, size, offset, flags;
+	} vm[4];
+	/* the 6.18 layout of drm_amdgpu_gem_op; older libdrm headers lack it */
+	struct {
+		uint32_t handle, op;
+		uint64_t value;
+		uint32_t num_entries, padding;
+	} mop = { b->handle, 2 /* GET_MAPPING_INFO */, (uint64_t)(uintptr_t)vm, 4, 0 };
+
+	if (drmCommandWriteRead(c->fd, DRM_AMDGPU_GEM_OP, &op, sizeof(op))) {
+		wl_fail(r, "%s: GEM_OP of handle %u: %s", what, b->handle, strerror(errno));
+		return;
+	}
+	if (info.bo_size != b->size || !(info.domains & b->domain)) {
+		wl_fail(r, "%s: handle %u names %" PRIu64 " bytes in domains 0x%" PRIx64 ", not %" PRIu64 " in 0x%x",
+			what, b->handle, (uint64_t)info.bo_size, (uint64_t)info.domains, b->size, b->domain);
+		return;
+	}
+	if (drmIoctl(c->fd, DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, mop), &mop)) {
+		if (errno != EINVAL)
+			wl_fail(r, "%s: GET_MAPPING_INFO of handle %u: %s", what, b->handle, strerror(errno));
+		return;
+	}
+	if (mop.num_entries != 1 || vm[0].addr != b->va || vm[0].size != b->size || vm[0].offset)
+		wl_fail(r, "%s: handle %u is mapped %u times, first at 0x%" PRIx64 " (%" PRIu64 " bytes), not once at 0x%" PRIx64,
+			what, b->handle, mop.num_entries, mop.num_entries ? vm[0].addr : 0,
+			mop.num_entries ? vm[0].size : 0, b->va);
 }
 
 static void verify(void *arg, struct wl_report *r)
@@ -265,6 +323,7 @@ static void verify(void *arg, struct wl_report *r)
 		struct wl_vma vma;
 
 		snprintf(what, sizeof(what), "GEM buffer %u (handle %u)", i, b->handle);
+		check_handle(r, what, c, b);
 		if (!wl_check_mapping(r, what, (uint64_t)(uintptr_t)b->cpu, b->size, WL_BACK_RENDER, "rw-s", &vma))
 			continue;
 		/* the mirror's first 2 MiB are the first buffer's, copied there again and again */
@@ -290,8 +349,6 @@ static void teardown(void *arg)
 	atomic_store(&c->stop, true);
 	if (c->copier_running)
 		pthread_join(c->copier, NULL);
-	if (c->list)
-		amdgpu_bo_list_destroy(c->list);
 	if (c->cs)
 		amdgpu_cs_ctx_free(c->cs);
 	buf_destroy(&c->ib);
