@@ -3,6 +3,7 @@
 
 #include "driver/device_files.hpp"
 
+#include <amdgpu_drm.h>
 #include <fcntl.h>
 
 #include <algorithm>
@@ -48,6 +49,16 @@ const char *to_string(Op op)
 		return "gem_list";
 	case Op::gem_probe:
 		return "gem_probe";
+	case Op::gem_wait_idle:
+		return "gem_wait_idle";
+	case Op::gem_create:
+		return "gem_create";
+	case Op::gem_map:
+		return "gem_map";
+	case Op::gem_import:
+		return "gem_import";
+	case Op::gem_close:
+		return "gem_close";
 	}
 	return "?";
 }
@@ -299,12 +310,164 @@ int FakeGpu::gem_probe(int fd, std::vector<gem::Object> &out)
 	return 0;
 }
 
-int FakeGpu::gem_export(int, uint32_t)
+int FakeGpu::gem_export(int, uint32_t handle)
 {
+	if (gem_unexportable.count(handle))
+		return -EPERM;
 	const int fd = eventfd(0, EFD_CLOEXEC);
+	if (const auto it = gem_kfd_bos.find(handle); it != gem_kfd_bos.end()) {
+		keys_[fd] = BufferKey { 1, it->second };
+		gpus_[fd] = bos_.at(it->second).gpu_id;
+		return fd;
+	}
 	keys_.erase(fd); // a number a closed dma-buf of CHECKPOINT had: this is another buffer
 	gpus_.erase(fd);
 	return fd;
+}
+
+int FakeGpu::gem_mappings(int, uint32_t handle, std::vector<gem::Mapping> &out)
+{
+	const auto it = gem_mappings_of.find(handle);
+	out = it == gem_mappings_of.end() ? std::vector<gem::Mapping> {} : it->second;
+	return 0;
+}
+
+int FakeGpu::gem_mmap_offset(int, uint32_t handle, uint64_t &offset)
+{
+	offset = (0x100000ull + handle) << 12;
+	return 0;
+}
+
+int FakeGpu::gem_wait_idle(int fd, uint32_t handle, uint64_t)
+{
+	if (const int ret = call(Op::gem_wait_idle, fd))
+		return ret;
+	return gem_busy.count(handle) ? -ETIME : 0;
+}
+
+uint32_t FakeGpu::lowest_free_handle(GemFile &file)
+{
+	uint32_t h = 1;
+	while (file.objects.count(h) || gem_taken.count(h))
+		h++;
+	return h;
+}
+
+int FakeGpu::gem_create(int fd, const gem::Object &o, uint32_t &handle)
+{
+	if (const int ret = call(Op::gem_create, fd))
+		return ret;
+	GemFile &file = gem_files[fd];
+	handle = lowest_free_handle(file);
+	file.objects[handle] = o;
+	file.objects[handle].handle = handle;
+	file.created++;
+	return 0;
+}
+
+int FakeGpu::gem_map(int fd, uint32_t handle, const gem::Mapping &m)
+{
+	if (const int ret = call(Op::gem_map, fd))
+		return ret;
+	GemFile &file = gem_files[fd];
+	if (!file.objects.count(handle))
+		return -ENOENT;
+	file.mappings[handle].push_back(m);
+	return 0;
+}
+
+int FakeGpu::gem_import(int fd, int, uint32_t &handle)
+{
+	if (const int ret = call(Op::gem_import, fd))
+		return ret;
+	GemFile &file = gem_files[fd];
+	handle = lowest_free_handle(file);
+	file.objects[handle] = gem::Object { handle, 0, 0, 0, 0, 0 };
+	file.imported.insert(handle);
+	return 0;
+}
+
+int FakeGpu::gem_close(int fd, uint32_t handle)
+{
+	if (const int ret = call(Op::gem_close, fd))
+		return ret;
+	GemFile &file = gem_files[fd];
+	if (!file.objects.erase(handle))
+		return -EINVAL;
+	file.mappings.erase(handle);
+	file.closed++;
+	return 0;
+}
+
+int FakeGpu::gem_write(int, uint32_t, std::span<const uint8_t> bytes)
+{
+	gem_writes.emplace_back(bytes.begin(), bytes.end());
+	return 0;
+}
+
+// The sequences a context has: a dump's file holds contexts_held, a restore's those it made.
+static uint64_t *sequence_of(std::map<uint32_t, uint64_t> &held, std::map<int, std::map<uint32_t, uint64_t>> &made,
+			     int fd, uint32_t ctx)
+{
+	if (const auto f = made.find(fd); f != made.end()) {
+		const auto it = f->second.find(ctx);
+		return it == f->second.end() ? nullptr : &it->second;
+	}
+	const auto it = held.find(ctx);
+	return it == held.end() ? nullptr : &it->second;
+}
+
+int FakeGpu::cs_context_flags(int fd, uint32_t id, uint64_t &flags)
+{
+	if (!sequence_of(contexts_held, contexts_made, fd, id))
+		return -EINVAL;
+	flags = guilty_contexts.count(id) ? AMDGPU_CTX_QUERY2_FLAGS_GUILTY : 0;
+	return 0;
+}
+
+int FakeGpu::cs_alloc_context(int fd, uint32_t &id)
+{
+	auto &made = contexts_made[fd];
+	id = 1;
+	while (made.count(id) || context_taken.count(id))
+		id++;
+	made[id] = 1;
+	return 0;
+}
+
+int FakeGpu::cs_free_context(int fd, uint32_t id)
+{
+	return contexts_made[fd].erase(id) ? 0 : -EINVAL;
+}
+
+int FakeGpu::cs_rings(int, uint32_t ip_type, uint32_t &rings)
+{
+	rings = ip_type == AMDGPU_HW_IP_DMA ? 0x3 : 0;
+	return ip_type < 10 ? 0 : -EINVAL;
+}
+
+int FakeGpu::cs_fence_known(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint64_t seq)
+{
+	const uint64_t *sequence = sequence_of(contexts_held, contexts_made, fd, ctx);
+	if (!sequence || ip_type != AMDGPU_HW_IP_DMA || ring > 1)
+		return -EINVAL;
+	return seq < (ring == 0 ? *sequence : 1) ? 0 : -EINVAL;
+}
+
+int FakeGpu::cs_wait_fence(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint64_t seq, uint64_t)
+{
+	return cs_fence_known(fd, ctx, ip_type, ring, seq);
+}
+
+int FakeGpu::cs_submit(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint32_t, uint64_t, uint32_t,
+		       uint64_t &seq)
+{
+	uint64_t *sequence = sequence_of(contexts_held, contexts_made, fd, ctx);
+	if (!sequence || ip_type != AMDGPU_HW_IP_DMA || ring != 0)
+		return -EINVAL;
+	seq = (*sequence)++;
+	empty_submissions++;
+	return 0;
 }
 
 // Writes (or reads) each GPU's pages image as the real copier does, with the BOs' bytes made up.

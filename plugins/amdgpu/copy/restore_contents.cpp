@@ -88,11 +88,12 @@ std::vector<LogLine> restore_contents_of(const ContentsCopy &copy, const std::op
 	return log;
 }
 
-std::optional<ImageSums> read_checked_sums(const ImageDir &dir, uint32_t id, std::span<const uint8_t> kfd_payload)
+std::optional<ImageSums> read_checked_sums(const ImageDir &dir, uint32_t id, std::span<const uint8_t> kfd_payload,
+					   const std::string &image)
 {
 	std::optional<ImageSums> sums = read_image_sums(dir, id);
 	if (sums)
-		check_kfd_digest(*sums, kfd_payload, kfd_image_name(id), sums_image_name(id));
+		check_kfd_digest(*sums, kfd_payload, image.empty() ? kfd_image_name(id) : image, sums_image_name(id));
 	return sums;
 }
 

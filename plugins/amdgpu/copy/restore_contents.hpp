@@ -76,8 +76,10 @@ void check_contents(uint32_t kfd_id, uint32_t pid, const std::optional<ImageSums
 // Both, for images read from files: the lines for criu's log, or Error.
 std::vector<LogLine> restore_contents_of(const ContentsCopy &copy, const std::optional<ImageSums> &sums);
 
-// The sums image of kfd image `kfd_id`, if there is one, the kfd image's payload checked against it.
-std::optional<ImageSums> read_checked_sums(const ImageDir &dir, uint32_t kfd_id, std::span<const uint8_t> kfd_payload);
+// The sums image of kfd image `kfd_id`, if there is one, the kfd image's payload checked against it
+// (or that of `image`, the render-node image of the same id, when named).
+std::optional<ImageSums> read_checked_sums(const ImageDir &dir, uint32_t kfd_id, std::span<const uint8_t> kfd_payload,
+					   const std::string &image = {});
 
 // What a task hands to the restore guard for its copy.
 struct HandedContents {

@@ -8,6 +8,8 @@
 #include <xf86drm.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #include <cerrno>
 #include <cstring>
@@ -58,9 +60,6 @@ static_assert(sizeof(VmEntry) == 32);
 const unsigned long kListHandles = DRM_IOWR(DRM_COMMAND_BASE + kListHandlesNr, ListHandlesArgs);
 const unsigned long kGemOp = DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, GemOpArgs);
 const unsigned long kGemOpOld = DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, struct drm_amdgpu_gem_op);
-
-// The pages TTM counts an alignment in (x86-64's).
-constexpr uint64_t kKernelPage = 4096;
 
 // Both ioctls answer an array too small with the number needed and nothing in it; objects added
 // in between make another round.
@@ -144,6 +143,87 @@ int export_dmabuf(int fd, uint32_t handle)
 	if (drmPrimeHandleToFD(fd, handle, DRM_CLOEXEC | DRM_RDWR, &out))
 		return -errno;
 	return out;
+}
+
+int mmap_offset(int fd, uint32_t handle, uint64_t &offset)
+{
+	drm_amdgpu_gem_mmap args;
+	std::memset(&args, 0, sizeof(args));
+	args.in.handle = handle;
+	if (const int ret = kfd::ioctl_retry(fd, DRM_IOCTL_AMDGPU_GEM_MMAP, &args))
+		return ret;
+	offset = args.out.addr_ptr;
+	return 0;
+}
+
+int wait_idle(int fd, uint32_t handle, uint64_t timeout_ns)
+{
+	// the kernel takes an absolute CLOCK_MONOTONIC deadline, as libdrm computes it
+	timespec now = {};
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	drm_amdgpu_gem_wait_idle args;
+	std::memset(&args, 0, sizeof(args));
+	args.in.handle = handle;
+	args.in.timeout =
+		static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec) + timeout_ns;
+	if (const int ret = kfd::ioctl_retry(fd, DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE, &args))
+		return ret;
+	return args.out.status ? -ETIME : 0;
+}
+
+int create(int fd, const Object &o, uint32_t &handle)
+{
+	drm_amdgpu_gem_create args;
+	std::memset(&args, 0, sizeof(args));
+	args.in.bo_size = o.size;
+	args.in.alignment = o.alignment_pages * kKernelPage;
+	args.in.domains = o.preferred_domains;
+	args.in.domain_flags = o.alloc_flags;
+	if (const int ret = kfd::ioctl_retry(fd, DRM_IOCTL_AMDGPU_GEM_CREATE, &args))
+		return ret;
+	handle = args.out.handle;
+	return 0;
+}
+
+int map_va(int fd, uint32_t handle, const Mapping &m)
+{
+	drm_amdgpu_gem_va args;
+	std::memset(&args, 0, sizeof(args));
+	args.handle = handle;
+	args.operation = AMDGPU_VA_OP_MAP;
+	args.flags = static_cast<uint32_t>(m.flags);
+	args.va_address = sign_extended(m.addr);
+	args.offset_in_bo = m.offset;
+	args.map_size = m.size;
+	return kfd::ioctl_retry(fd, DRM_IOCTL_AMDGPU_GEM_VA, &args);
+}
+
+int import_dmabuf(int fd, int dmabuf_fd, uint32_t &handle)
+{
+	if (drmPrimeFDToHandle(fd, dmabuf_fd, &handle))
+		return -errno;
+	return 0;
+}
+
+int close_handle(int fd, uint32_t handle)
+{
+	drm_gem_close args;
+	std::memset(&args, 0, sizeof(args));
+	args.handle = handle;
+	return kfd::ioctl_retry(fd, DRM_IOCTL_GEM_CLOSE, &args);
+}
+
+int write_object(int fd, uint32_t handle, std::span<const uint8_t> bytes)
+{
+	uint64_t offset = 0;
+	if (const int ret = mmap_offset(fd, handle, offset))
+		return ret;
+	void *p = mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(offset));
+	if (p == MAP_FAILED)
+		return -errno;
+	std::memcpy(p, bytes.data(), bytes.size());
+	munmap(p, bytes.size());
+	return 0;
 }
 
 int probe_handles(int fd, std::vector<Object> &out, uint32_t free_run)

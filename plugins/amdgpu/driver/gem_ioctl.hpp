@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace amdgpu::gem {
@@ -30,6 +31,17 @@ struct Object {
 
 // An object made from another device's dma-buf (one of the same GPU is that GPU's own object).
 inline constexpr uint32_t kListImported = 1u << 0;
+
+// GEM_VA strips the sign extension of an address in the upper half of the VM (bits 63..48 copies
+// of bit 47), MAPPING_INFO gives it back so, and GEM_VA refuses it so: it lies in the hole.
+inline constexpr uint64_t kVaHoleStart = 1ull << 47;
+inline constexpr uint64_t sign_extended(uint64_t va)
+{
+	return va >= kVaHoleStart && va < (1ull << 48) ? va | ~((1ull << 48) - 1) : va;
+}
+
+// The size of the pages the kernel counts alignments in (x86-64's).
+inline constexpr uint64_t kKernelPage = 4096;
 
 struct Mapping {
 	uint64_t addr = 0; // GPU VA, without the sign extension of the upper half
@@ -53,6 +65,29 @@ int create_info(int fd, uint32_t handle, Object &out);
 // PRIME_HANDLE_TO_FD: a new close-on-exec fd of the dma-buf of `handle` (the one the kernel keeps
 // for the object, when it exported it before), or a negative errno.
 int export_dmabuf(int fd, uint32_t handle);
+
+// GEM_MMAP: the offset at which the file's mmap() maps `handle`.
+int mmap_offset(int fd, uint32_t handle, uint64_t &offset);
+
+// GEM_WAIT_IDLE: 0 once the GPU work that uses `handle` is done, -ETIME if it is not within
+// `timeout_ns`.
+int wait_idle(int fd, uint32_t handle, uint64_t timeout_ns);
+
+// GEM_CREATE of an object like `o` (size, domains, creation flags, alignment); its new handle.
+int create(int fd, const Object &o, uint32_t &handle);
+
+// GEM_VA MAP of `m` (its address sign-extended) for `handle`.
+int map_va(int fd, uint32_t handle, const Mapping &m);
+
+// PRIME_FD_TO_HANDLE: the handle of `dmabuf_fd` in the file (an existing one when the file has
+// it already).
+int import_dmabuf(int fd, int dmabuf_fd, uint32_t &handle);
+
+// GEM_CLOSE.
+int close_handle(int fd, uint32_t handle);
+
+// Writes `bytes` at the start of the object through a CPU mapping of it (GEM_MMAP, mmap).
+int write_object(int fd, uint32_t handle, std::span<const uint8_t> bytes);
 
 // The objects of a file on a kernel without LIST_HANDLES, found by asking GET_GEM_CREATE_INFO for
 // handles 1, 2, ... until `free_run` handles in a row name nothing. Handles are allocated lowest

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "driver/gpu_driver.hpp"
 
+#include "driver/cs_ioctl.hpp"
+
 #include "driver/device_files.hpp"
 #include "support/error.hpp"
 #include "driver/kfd_contexts.hpp"
@@ -83,6 +85,50 @@ public:
 	int gem_list(int fd, std::vector<gem::Object> &out) override { return gem::list_handles(fd, out); }
 	int gem_probe(int fd, std::vector<gem::Object> &out) override { return gem::probe_handles(fd, out); }
 	int gem_export(int fd, uint32_t handle) override { return gem::export_dmabuf(fd, handle); }
+	int gem_mappings(int fd, uint32_t handle, std::vector<gem::Mapping> &out) override
+	{
+		return gem::mapping_info(fd, handle, out);
+	}
+	int gem_mmap_offset(int fd, uint32_t handle, uint64_t &offset) override
+	{
+		return gem::mmap_offset(fd, handle, offset);
+	}
+	int gem_wait_idle(int fd, uint32_t handle, uint64_t timeout_ns) override
+	{
+		return gem::wait_idle(fd, handle, timeout_ns);
+	}
+	int gem_create(int fd, const gem::Object &o, uint32_t &handle) override { return gem::create(fd, o, handle); }
+	int gem_map(int fd, uint32_t handle, const gem::Mapping &m) override { return gem::map_va(fd, handle, m); }
+	int gem_import(int fd, int dmabuf_fd, uint32_t &handle) override
+	{
+		return gem::import_dmabuf(fd, dmabuf_fd, handle);
+	}
+	int gem_close(int fd, uint32_t handle) override { return gem::close_handle(fd, handle); }
+	int gem_write(int fd, uint32_t handle, std::span<const uint8_t> bytes) override
+	{
+		return gem::write_object(fd, handle, bytes);
+	}
+	int cs_context_flags(int fd, uint32_t id, uint64_t &flags) override { return cs::context_flags(fd, id, flags); }
+	int cs_alloc_context(int fd, uint32_t &id) override { return cs::alloc_context(fd, id); }
+	int cs_free_context(int fd, uint32_t id) override { return cs::free_context(fd, id); }
+	int cs_rings(int fd, uint32_t ip_type, uint32_t &rings) override
+	{
+		return cs::available_rings(fd, ip_type, rings);
+	}
+	int cs_fence_known(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint64_t seq) override
+	{
+		return cs::fence_known(fd, ctx, ip_type, ring, seq);
+	}
+	int cs_wait_fence(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint64_t seq,
+			  uint64_t timeout_ns) override
+	{
+		return cs::wait_fence(fd, ctx, ip_type, ring, seq, timeout_ns);
+	}
+	int cs_submit(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint32_t ib_handle, uint64_t ib_va,
+		      uint32_t ib_bytes, uint64_t &seq) override
+	{
+		return cs::submit(fd, ctx, ip_type, ring, ib_handle, ib_va, ib_bytes, seq);
+	}
 	std::optional<BufferKey> dmabuf_key(int fd) override
 	{
 		struct stat st;

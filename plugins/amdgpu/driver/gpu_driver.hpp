@@ -81,6 +81,26 @@ public:
 	virtual int gem_probe(int fd, std::vector<gem::Object> &out) = 0;
 	// A dma-buf fd of GEM object `handle` of the file (gem::export_dmabuf), or a negative errno.
 	virtual int gem_export(int fd, uint32_t handle) = 0;
+	// The rest of what a dump reads of them and a restore makes again (gem_ioctl.hpp).
+	virtual int gem_mappings(int fd, uint32_t handle, std::vector<gem::Mapping> &out) = 0;
+	virtual int gem_mmap_offset(int fd, uint32_t handle, uint64_t &offset) = 0;
+	virtual int gem_wait_idle(int fd, uint32_t handle, uint64_t timeout_ns) = 0;
+	virtual int gem_create(int fd, const gem::Object &o, uint32_t &handle) = 0;
+	virtual int gem_map(int fd, uint32_t handle, const gem::Mapping &m) = 0;
+	virtual int gem_import(int fd, int dmabuf_fd, uint32_t &handle) = 0;
+	virtual int gem_close(int fd, uint32_t handle) = 0;
+	// Writes `bytes` at the start of GEM object `handle` through a CPU mapping of it.
+	virtual int gem_write(int fd, uint32_t handle, std::span<const uint8_t> bytes) = 0;
+	// A render-node file's contexts, rings, fences and submissions (cs_ioctl.hpp).
+	virtual int cs_context_flags(int fd, uint32_t id, uint64_t &flags) = 0;
+	virtual int cs_alloc_context(int fd, uint32_t &id) = 0;
+	virtual int cs_free_context(int fd, uint32_t id) = 0;
+	virtual int cs_rings(int fd, uint32_t ip_type, uint32_t &rings) = 0;
+	virtual int cs_fence_known(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint64_t seq) = 0;
+	virtual int cs_wait_fence(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint64_t seq,
+				  uint64_t timeout_ns) = 0;
+	virtual int cs_submit(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint32_t ib_handle, uint64_t ib_va,
+			      uint32_t ib_bytes, uint64_t &seq) = 0;
 
 	// The bytes of VRAM KFD charged task `pid` (criu's pid namespace) on GPU `gpu_id` (actual),
 	// from sysfs; nothing when the kernel does not show it.

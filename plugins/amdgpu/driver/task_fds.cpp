@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 #include <memory>
 
@@ -142,6 +144,22 @@ std::optional<TaskFd> traced_task_fd(int fd)
 			return TaskFd { static_cast<pid_t>(pid), *n };
 	}
 	return std::nullopt;
+}
+
+pid_t innermost_pid(pid_t pid)
+{
+	std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+	std::string line;
+	while (std::getline(status, line)) {
+		if (line.rfind("NSpid:", 0) != 0)
+			continue;
+		std::istringstream fields(line.substr(6));
+		pid_t last = pid;
+		for (pid_t p; fields >> p;)
+			last = p;
+		return last;
+	}
+	return pid;
 }
 
 bool same_open_file(int a, int b)

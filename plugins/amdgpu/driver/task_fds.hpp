@@ -36,6 +36,10 @@ struct TaskFd {
 };
 std::optional<TaskFd> traced_task_fd(int fd);
 
+// Task `pid`'s pid (criu's pid namespace) in its own pid namespace, the one its restore runs in
+// (NSpid in /proc/<pid>/status); `pid` itself where that cannot be read.
+pid_t innermost_pid(pid_t pid);
+
 // True when fds `a` and `b` of this process refer to the same open file: kcmp(KCMP_FILE).
 bool same_open_file(int a, int b);
 

@@ -97,6 +97,11 @@ std::vector<uint32_t> kfd_image_ids(int dirfd)
 	return image_ids(dirfd, "amdgpu-kfd-%u.img%n");
 }
 
+std::vector<uint32_t> render_image_ids(int dirfd)
+{
+	return image_ids(dirfd, "amdgpu-renderD-%u.img%n");
+}
+
 std::vector<uint32_t> sums_image_ids(int dirfd)
 {
 	return image_ids(dirfd, "amdgpu-sums-%u.img%n");

@@ -28,7 +28,8 @@ std::string dmabuf_image_name(uint32_t id);		    // amdgpu-dmabuf_<id>.img (upst
 std::string sums_image_name(uint32_t id);		    // amdgpu-sums-<id>.img (ours: image_checksums.hpp)
 // The ids of the amdgpu-kfd-<id>.img in a directory (images of processes with GPU state), sorted.
 std::vector<uint32_t> kfd_image_ids(int dirfd);
-std::vector<uint32_t> sums_image_ids(int dirfd); // the same of amdgpu-sums-<id>.img
+std::vector<uint32_t> sums_image_ids(int dirfd);   // the same of amdgpu-sums-<id>.img
+std::vector<uint32_t> render_image_ids(int dirfd); // and of amdgpu-renderD-<id>.img
 
 // Where the plugin's images go and come from. Normally files in criu's image directory. With
 // `criu --stream`, criu's image streamer: each image is a pipe handed out once, read or written

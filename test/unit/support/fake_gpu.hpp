@@ -44,6 +44,11 @@ enum class Op {
 	unmap_memory,
 	gem_list,
 	gem_probe,
+	gem_wait_idle,
+	gem_create,
+	gem_map,
+	gem_import,
+	gem_close,
 };
 
 const char *to_string(Op op);
@@ -138,8 +143,50 @@ public:
 	bool gem_listing = true;
 	int gem_list(int fd, std::vector<gem::Object> &out) override;
 	int gem_probe(int fd, std::vector<gem::Object> &out) override;
-	// No GEM object is a KFD buffer here: its dma-buf is a buffer of its own.
+	// No GEM object is a KFD buffer here: its dma-buf is a buffer of its own, but for the
+	// handles named here (by the index of a BO among `shared_bos`, whose buffer is the same in
+	// every checkpoint), and those that cannot be exported (userptr, VM_ALWAYS_VALID).
+	std::map<uint32_t, size_t> gem_kfd_bos;
+	std::set<uint32_t> gem_unexportable;
 	int gem_export(int fd, uint32_t handle) override;
+	// What a dump reads of the objects, by handle: their mappings, and which stay busy.
+	std::map<uint32_t, std::vector<gem::Mapping>> gem_mappings_of;
+	std::set<uint32_t> gem_busy;
+	int gem_mappings(int fd, uint32_t handle, std::vector<gem::Mapping> &out) override;
+	int gem_mmap_offset(int fd, uint32_t handle, uint64_t &offset) override;
+	int gem_wait_idle(int fd, uint32_t handle, uint64_t timeout_ns) override;
+	// The objects restores make, per render-node fd: handles allocated lowest free first, as
+	// the kernel does, from what `gem_taken` says each fd's file holds already.
+	struct GemFile {
+		std::map<uint32_t, gem::Object> objects;
+		std::map<uint32_t, std::vector<gem::Mapping>> mappings;
+		std::set<uint32_t> imported; // by handle
+		size_t created = 0, closed = 0;
+	};
+	std::map<int, GemFile> gem_files;
+	std::set<uint32_t> gem_taken;
+	int gem_create(int fd, const gem::Object &o, uint32_t &handle) override;
+	int gem_map(int fd, uint32_t handle, const gem::Mapping &m) override;
+	int gem_import(int fd, int dmabuf_fd, uint32_t &handle) override;
+	int gem_close(int fd, uint32_t handle) override;
+	std::vector<std::vector<uint8_t>> gem_writes;
+	int gem_write(int fd, uint32_t handle, std::span<const uint8_t> bytes) override;
+	// Contexts: those every render-node file holds for a dump (id -> SDMA ring 0's sequence),
+	// and those restores make, per fd, allocated lowest free first.
+	std::map<uint32_t, uint64_t> contexts_held;
+	std::map<int, std::map<uint32_t, uint64_t>> contexts_made;
+	std::set<uint32_t> context_taken;
+	std::set<uint32_t> guilty_contexts;
+	uint64_t empty_submissions = 0;
+	int cs_context_flags(int fd, uint32_t id, uint64_t &flags) override;
+	int cs_alloc_context(int fd, uint32_t &id) override;
+	int cs_free_context(int fd, uint32_t id) override;
+	int cs_rings(int fd, uint32_t ip_type, uint32_t &rings) override;
+	int cs_fence_known(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint64_t seq) override;
+	int cs_wait_fence(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint64_t seq,
+			  uint64_t timeout_ns) override;
+	int cs_submit(int fd, uint32_t ctx, uint32_t ip_type, uint32_t ring, uint32_t ib_handle, uint64_t ib_va,
+		      uint32_t ib_bytes, uint64_t &seq) override;
 	// KFD's VRAM charge of every process on every GPU; unknown when unset.
 	std::optional<uint64_t> vram_charge;
 	std::optional<uint64_t> vram_charged(pid_t, uint32_t) override { return vram_charge; }
@@ -151,6 +198,7 @@ private:
 	// Records the call; its injected failure, or 0.
 	int call(Op op, int fd);
 	int new_fd(Op op);
+	uint32_t lowest_free_handle(GemFile &file);
 
 	std::vector<uint32_t> gpu_ids_;
 	std::vector<kfd_criu_bo_bucket> bos_;
