@@ -5,6 +5,7 @@
 #include "images/image_checksums.hpp"
 #include "images/image_store.hpp"
 #include "images/metadata_images.hpp"
+#include "render/render_image.hpp"
 #include "topology/topology.hpp"
 #include "topology/topology_image.hpp"
 #include "support/unique_fd.hpp"
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,32 @@ std::string render_image(uint32_t gpu_id, uint32_t minor)
 	return image_bytes(render_image_name(1), [&](const ImageDir &dir) { write_criu_render_node(dir, 1, msg); });
 }
 
+// What render_workload's file becomes: five objects around a gap, one of them mapped twice, a
+// context at fence 41 of its SDMA ring, the GPU and its CPU.
+std::string render_image_with_objects(const Topology &topology)
+{
+	std::vector<GemObjectState> objects(3);
+	objects[0].object = { 1, 0, 4 << 20, 4, 8, 1 };
+	objects[0].mappings = { { 0x100000000, 4 << 20, 0, 6 } };
+	objects[1].object = { 2, 0, 2 << 20, 2, 0, 16 };
+	objects[1].mappings = { { 0x100400000, 1 << 20, 0, 6 }, { 0x800000000000, 1 << 20, 1 << 20, 14 } };
+	objects[2].object = { 4, 0, 1 << 16, 4, 0, 1 };
+	objects[2].kfd = KfdBufferRef { 1, 0x7f0000000000 };
+	const std::vector<ContextState> contexts = { { 1, { { 2, 0, 41 } } }, { 3, {} } };
+	const Node *gpu = topology.gpus().front();
+	const std::map<uint32_t, uint32_t> ids = { { gpu->gpu_id, gpu->gpu_id } };
+	const DeviceEntries devices(topology, &ids);
+	const std::vector<uint8_t> payload = pack_render_image({ .id = 1,
+								 .gpu_id = gpu->gpu_id,
+								 .minor = gpu->props.drm_render_minor,
+								 .pid = 1,
+								 .devices = &devices,
+								 .objects = objects,
+								 .contexts = contexts });
+	return image_bytes(render_image_name(1),
+			   [&](const ImageDir &dir) { write_image(dir, render_image_name(1), payload); });
+}
+
 // Sums of a process on two GPUs: one with a 3 MiB BO, one without BOs; `incremental`: the BO's
 // middle block is left to an earlier checkpoint.
 std::string sums_image(bool incremental)
@@ -152,6 +180,8 @@ int main(int argc, char **argv)
 	for (const char *name : { "mi210-2gpu-pcie", "mi100-1gpu", "mi210-2gpu-cgroup-hidden", "mi250x-4card" })
 		save(out / "kfd_image" / name, kfd_image(parse_topology(kFixtures / name)));
 	save(out / "render_image" / "renderD128", render_image(0x4f1e, 128));
+	save(out / "render_image" / "renderD128-objects",
+	     render_image_with_objects(parse_topology(kFixtures / "mi210-2gpu-pcie")));
 	save(out / "sums_image" / "two-gpus", sums_image(false));
 	save(out / "sums_image" / "incremental", sums_image(true));
 	const std::string two_gpus("\x01\0\0\0\0\0\0\0\xd1\0\0\0\0\0\0\0\xd2\0\0\0\0\0\0\0\xb0", 25);

@@ -10,6 +10,8 @@
 #include "support/log.hpp"
 #include "images/metadata_images.hpp"
 #include "driver/task_fds.hpp"
+#include "render/gem_contents.hpp"
+#include "render/render_image.hpp"
 #include "topology/topology_image.hpp"
 #include "driver/transient_retry.hpp"
 
@@ -631,81 +633,127 @@ std::vector<uint32_t> DumpSession::image_gpus(const Checkpoint &cp)
 	return gpus;
 }
 
+// A render-node file: its GPU, and every GEM object it holds (render/gem_dump.hpp), their memory
+// in the file's own pages images and sums, copied in series (the task's queues are not what keeps
+// them still: criu froze the task, and the objects are idle before they are read).
 void DumpSession::dump_render_node(int fd, uint32_t id, unsigned int minor)
 {
+	const auto start = std::chrono::steady_clock::now();
 	const Node *gpu = nullptr;
 	for (const Node *n : local_topology().gpus())
 		if (n->props.drm_render_minor == minor)
 			gpu = n;
 	if (!gpu)
 		fail(-ENODEV, "render node renderD%u (file id %u) belongs to no GPU of the KFD topology", minor, id);
-	refuse_gem_objects(fd, id, minor);
+	std::optional<std::optional<TaskFd>> found; // the task holding the file, looked for once needed
+	const auto held = [&]() -> const std::optional<TaskFd> & {
+		if (!found)
+			found = traced_task_fd(fd);
+		return *found;
+	};
+	const FileName file([&] {
+		return held() ? strprintf("pid %d fd %d", static_cast<int>(held()->pid), held()->fd)
+			      : strprintf("render-node file id %u", id);
+	});
+	std::vector<GemObjectState> objects =
+		take_gem_objects(driver_, fd, file, minor, [&](int dmabuf) { return kfd_buffer_of(dmabuf, held()); });
+	const std::vector<ContextState> contexts = take_contexts(driver_, fd, file);
+	const size_t own = static_cast<size_t>(std::count_if(objects.begin(), objects.end(), has_own_contents));
+	if (own && held())
+		refuse_render_before_kfd(held()->pid, file.str(), own);
 
 	// A render file dumped before the /dev/kfd file of its process is named by its actual
 	// gpu_id; that is the id the process knows unless it was migrated before.
 	const auto user = user_gpu_ids_.find(gpu->gpu_id);
-	CriuRenderNode msg = CRIU_RENDER_NODE__INIT;
-	msg.has_gpu_id = msg.has_id = msg.has_drm_render_minor = msg.has_num_of_bos = true;
-	msg.gpu_id = user == user_gpu_ids_.end() ? gpu->gpu_id : user->second;
-	msg.id = id;
-	msg.drm_render_minor = minor;
-	msg.num_of_bos = 0;
-	write_criu_render_node(image_dir_, id, msg);
-	pr_info("saved %s: renderD%u of GPU 0x%04x", render_image_name(id).c_str(), minor, msg.gpu_id);
-}
-
-// The memory of a render-node file's GEM objects is the task's as much as that of its KFD buffers:
-// a dump that went on without it would succeed and restore a task whose buffers are gone. Until the
-// plugin saves them, a file holding any fails the dump, naming them.
-void DumpSession::refuse_gem_objects(int fd, uint32_t id, unsigned int minor)
-{
-	std::vector<gem::Object> objects;
-	int ret = driver_.gem_list(fd, objects);
-	const bool listed = ret != -EINVAL;
-	if (!listed)
-		ret = driver_.gem_probe(fd, objects);
-	if (ret)
-		fail(ret, "cannot tell which GEM buffer objects render-node file id %u (renderD%u) holds: %s %s", id,
-		     minor, listed ? "GEM_LIST_HANDLES" : "GEM_OP GET_GEM_CREATE_INFO", strerror(-ret));
-	// An object that is a KFD buffer of the dump (ROCm 7's runtime imports the buffers it attaches
-	// through IPC into its render node) has its memory saved with that buffer: only its handle is
-	// not restored, as the plugin never restored one.
-	std::erase_if(objects, [&](const gem::Object &o) {
-		const unique_fd dmabuf(driver_.gem_export(fd, o.handle));
-		const std::optional<BufferKey> key = dmabuf ? driver_.dmabuf_key(dmabuf.get()) : std::nullopt;
-		if (!key)
-			return false;
-		for (const BufferHold &h : census_.holds_of(census_.key_of(*key)))
-			if (!h.held_fd()) {
-				pr_info("render-node file id %u (renderD%u): GEM handle %u is the memory of KFD buffer "
-					"0x%llx of pid %d, saved with it; the handle itself is not restored",
-					id, minor, o.handle, static_cast<unsigned long long>(h.addr), static_cast<int>(h.pid));
-				return true;
-			}
-		return false;
-	});
-	if (objects.empty()) {
-		pr_debug("render-node file id %u (renderD%u) holds no GEM buffer objects (%s)", id, minor,
-			 listed ? "listed by the kernel" : "handles probed: this kernel cannot list them");
-		return;
+	const uint32_t user_gpu = user == user_gpu_ids_.end() ? gpu->gpu_id : user->second;
+	const std::map<uint32_t, uint32_t> actual_to_user = { { gpu->gpu_id, user_gpu } };
+	const DeviceEntries devices(local_topology(), &actual_to_user);
+	const std::vector<uint8_t> payload =
+		pack_render_image({ .id = id,
+				    .gpu_id = user_gpu,
+				    .minor = minor,
+				    .pid = held() ? static_cast<uint32_t>(innermost_pid(held()->pid)) : 0,
+				    .devices = &devices,
+				    .objects = objects,
+				    .contexts = contexts });
+	try {
+		write_image(image_dir_, render_image_name(id), payload);
+		if (own || !contexts.empty())
+			save_gem_contents(id, held() ? static_cast<uint32_t>(held()->pid) : 0, gpu->gpu_id, user_gpu,
+					  objects, digest_of(payload));
+	} catch (...) {
+		image_dir_.remove(render_image_name(id));
+		remove_images(id, std::vector<uint32_t> { user_gpu });
+		throw;
 	}
 	uint64_t bytes = 0;
-	std::string handles;
-	for (const gem::Object &o : objects) {
-		bytes += o.size;
-		if (handles.size() < 64)
-			handles += strprintf("%s%u", handles.empty() ? "" : ", ", o.handle);
-		else if (handles.back() != '.')
-			handles += ", ...";
+	for (const GemObjectState &o : objects)
+		bytes += has_own_contents(o) ? o.object.size : 0;
+	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+	pr_info("saved %s: renderD%u of GPU 0x%04x, %zu GEM objects (%zu with their memory here, %llu bytes), %zu "
+		"contexts, in %.1f ms",
+		render_image_name(id).c_str(), minor, user_gpu, objects.size(), own,
+		static_cast<unsigned long long>(bytes), contexts.size(), ms);
+}
+
+// The KFD buffer of the dump a GEM object is: preferably one of the process that holds the file.
+std::optional<KfdBufferRef> DumpSession::kfd_buffer_of(int dmabuf, const std::optional<TaskFd> &held)
+{
+	const std::optional<BufferKey> key = driver_.dmabuf_key(dmabuf);
+	if (!key)
+		return std::nullopt;
+	std::optional<KfdBufferRef> found;
+	for (const BufferHold &h : census_.holds_of(census_.key_of(*key))) {
+		if (h.held_fd())
+			continue;
+		if (held && h.pid == held->pid)
+			return KfdBufferRef { h.pid, h.addr };
+		if (!found)
+			found = KfdBufferRef { h.pid, h.addr };
 	}
-	const std::optional<TaskFd> held = traced_task_fd(fd);
-	const std::string file =
-		held ? strprintf("pid %d fd %d", static_cast<int>(held->pid), held->fd) : strprintf("file id %u", id);
-	fail(-EOPNOTSUPP,
-	     "%s, a file of renderD%u, holds %zu GEM buffer object(s) of %llu bytes (handles %s%s): this plugin "
-	     "saves KFD buffers only, and a dump without them would lose their memory",
-	     file.c_str(), minor, objects.size(), static_cast<unsigned long long>(bytes), handles.c_str(),
-	     listed ? "" : "; found by their handles, as this kernel cannot list them");
+	return found;
+}
+
+// criu before 4.1 hands the files one by one. A render-node file that comes before its process's
+// /dev/kfd file cannot tell which of its objects are KFD buffers, and saved apart they would come
+// back as memory of their own, no longer the buffers the runtime holds.
+void DumpSession::refuse_render_before_kfd(pid_t pid, const std::string &file, size_t own)
+{
+	for (const unique_fd &kfd : gpu_files_of_task(pid).kfd) {
+		const bool taken = std::any_of(paused_.begin(), paused_.end(), [&](const PausedProcess &p) {
+			return same_open_file(p.fd.get(), kfd.get());
+		});
+		if (!taken)
+			fail(-EBUSY,
+			     "%s, a render-node file, comes before the process's /dev/kfd file, so the plugin cannot "
+			     "tell "
+			     "which of its %zu GEM objects are KFD buffers: saved apart, they would come back as "
+			     "memory "
+			     "of their own. The dump is refused and the task runs on; use criu 4.1 or newer, which "
+			     "shows the plugin the whole process first",
+			     file.c_str(), own);
+	}
+}
+
+void DumpSession::save_gem_contents(uint32_t id, uint32_t pid, uint32_t gpu_id, uint32_t user_gpu,
+				    std::span<const GemObjectState> objects, const Digest &image_digest)
+{
+	std::vector<kfd_criu_bo_bucket> buckets;
+	for (const GemObjectState &o : objects)
+		if (has_own_contents(o))
+			buckets.push_back(gem_bucket(user_gpu, o.object, o.mappings, o.dmabuf.get()));
+	const auto start = std::chrono::steady_clock::now();
+	ImageSums sums;
+	sums.kfd = image_digest; // the image itself is checked too, when it holds contexts alone
+	if (!buckets.empty()) {
+		GpuCopyJob job = copy_job(local_topology(), user_gpu, gpu_id, buckets);
+		job.render_fd = render_fd(gpu_id);
+		if (!chain().empty())
+			job.chain = &chain();
+		sums.pages = save_contents(id, pid, std::span<const GpuCopyJob>(&job, 1));
+	}
+	write_image_sums(image_dir_, id, sums);
+	series_copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void DumpSession::finish()

@@ -22,7 +22,8 @@
 // runs within the file's hook, in series with criu's work. A copy that fails beside criu removes
 // the images of its process and fails join_copies(); a dump that fails before the join waits
 // for the copies in finish(), removes their images, and only then resumes the queues. Render-node files become
-// amdgpu-renderD-<id>.img naming their GPU.
+// amdgpu-renderD-<id>.img naming their GPU and their GEM objects (render/gem_dump.hpp), whose
+// memory goes to amdgpu-pages-<id>-<gpu>.img and amdgpu-sums-<id>.img as a kfd file's does.
 //
 // GPU memory shared between processes (shared_buffers.hpp). criu 4.1 and newer let the session
 // look at every task of the tree before anything is written (CHECKPOINT_DEVICES, after criu froze
@@ -48,6 +49,7 @@
 #include "driver/kfd_ioctl.hpp"
 #include "images/metadata_images.hpp"
 #include "sessions/options.hpp"
+#include "render/gem_dump.hpp"
 #include "sessions/shared_buffers.hpp"
 #include "driver/task_fds.hpp"
 #include "topology/topology.hpp"
@@ -84,8 +86,8 @@ public:
 	void close_census();
 
 	void dump_kfd(int fd, uint32_t id);
-	// A render-node file of a task, `fd` criu's copy of it. Throws Error when the file holds GEM
-	// buffer objects: their memory is the task's, and this plugin does not save it.
+	// A render-node file of a task, `fd` criu's copy of it, with its GEM objects
+	// (render/gem_dump.hpp). Throws Error for one it cannot save.
 	void dump_render_node(int fd, uint32_t id, unsigned int minor);
 	// A dma-buf fd a task holds: saved as the shared buffer it is of (criu 4.1+), else refused.
 	void dump_dmabuf(int fd, uint32_t id);
@@ -107,7 +109,10 @@ public:
 	void finish();
 
 private:
-	void refuse_gem_objects(int fd, uint32_t id, unsigned int minor);
+	std::optional<KfdBufferRef> kfd_buffer_of(int dmabuf, const std::optional<TaskFd> &held);
+	void refuse_render_before_kfd(pid_t pid, const std::string &file, size_t own);
+	void save_gem_contents(uint32_t id, uint32_t pid, uint32_t gpu_id, uint32_t user_gpu,
+			       std::span<const GemObjectState> objects, const Digest &image_digest);
 	// What KFD CHECKPOINT gave for one process; the dma-buf fds it installed are owned here.
 	struct Checkpoint {
 		kfd::ProcessInfo info;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "sessions/restore_session.hpp"
 
+#include "render/gem_contents.hpp"
+#include "render/gem_restore.hpp"
+
 #include "copy/bo_transfer.hpp"
 #include "copy/copy_overlap.hpp"
 #include "criu/criu_abi.hpp"
@@ -94,7 +97,31 @@ const GpuMap *RestoreSession::gpu_map_from_own_image()
 		if (msg->pid == vpid)
 			return &gpu_map(*msg, kfd_image_name(id));
 	}
-	return nullptr;
+	return gpu_map_from_render_images(vpid);
+}
+
+// A process without KFD state: the GPUs its render-node images describe, matched all at once.
+const GpuMap *RestoreSession::gpu_map_from_render_images(uint32_t vpid)
+{
+	std::vector<CriuRenderNodePtr> images;
+	std::vector<const KfdDeviceEntry *> entries;
+	std::set<uint32_t> nodes;
+	for (const uint32_t id : render_image_ids(image_dir_.dirfd())) {
+		CriuRenderNodePtr msg = read_criu_render_node(image_dir_, id);
+		if (!msg->has_pid || msg->pid != vpid)
+			continue;
+		for (size_t i = 0; i < msg->n_device_entries; i++)
+			if (nodes.insert(msg->device_entries[i]->node_id).second)
+				entries.push_back(msg->device_entries[i]);
+		images.push_back(std::move(msg));
+	}
+	if (entries.empty())
+		return nullptr; // an image of another plugin, or of a process that had KFD state
+	const Topology src = topology_from_device_entries(entries, strprintf("render-node images of pid %u", vpid));
+	map_ = match_gpus(src, local_topology(), options_.match);
+	map_from_render_images_ = true;
+	pr_info("pid %u: GPU map (render-node images -> local) %s", vpid, describe_map(*map_).c_str());
+	return &*map_;
 }
 
 int RestoreSession::fd_floor(uint32_t vpid)
@@ -172,16 +199,19 @@ int RestoreSession::render_fd(uint32_t actual_gpu_id)
 int RestoreSession::restore_file(uint32_t id, bool *retry)
 {
 	if (const auto it = retried_render_.find(id); it != retried_render_.end()) {
-		CriuRenderNodePtr msg = std::move(it->second);
+		RenderImage image = std::move(it->second);
 		retried_render_.erase(it);
 		if (retried_render_.empty())
 			placeholder_.reset(); // criu is done with it: it came back for every file it deferred
-		return restore_render_node(std::move(msg), id, nullptr);
+		return restore_render_node(std::move(image), id, nullptr);
 	}
 	if (auto kfd = ImageReader::open_if_exists(image_dir_, kfd_image_name(id), kMaxMetadataImageSize))
 		return restore_kfd(*kfd, id);
-	if (auto render = ImageReader::open_if_exists(image_dir_, render_image_name(id), kMaxMetadataImageSize))
-		return restore_render_node(read_criu_render_node(*render), id, retry);
+	if (auto render = ImageReader::open_if_exists(image_dir_, render_image_name(id), kMaxMetadataImageSize)) {
+		std::vector<uint8_t> payload = read_payload(*render);
+		CriuRenderNodePtr msg = unpack_criu_render_node(payload, render_image_name(id));
+		return restore_render_node({ std::move(msg), std::move(payload) }, id, retry);
+	}
 	if (auto dmabuf = ImageReader::open_if_exists(image_dir_, dmabuf_image_name(id), kMaxMetadataImageSize))
 		return restore_dmabuf(*dmabuf, retry);
 	return -ENOTSUP;
@@ -527,31 +557,121 @@ void RestoreSession::remember_mappings(const GpuMap &map, std::span<const kfd_cr
 	}
 }
 
-int RestoreSession::restore_render_node(CriuRenderNodePtr image, uint32_t id, bool *retry)
+int RestoreSession::restore_render_node(RenderImage image, uint32_t id, bool *retry)
 {
-	const CriuRenderNode &msg = *image;
+	const CriuRenderNode &msg = *image.msg;
+	const std::string name = render_image_name(id);
 	uint32_t actual = 0;
 	if (const GpuMap *map = gpu_map_from_own_image()) {
 		const auto it = map->gpu_ids.find(msg.gpu_id);
 		if (it == map->gpu_ids.end())
-			fail(-EINVAL, "%s names GPU 0x%04x, which this process's kfd image does not describe",
-			     render_image_name(id).c_str(), msg.gpu_id);
+			fail(-EINVAL, "%s names GPU 0x%04x, which this process's %s does not describe", name.c_str(),
+			     msg.gpu_id, map_from_render_images_ ? "render-node images" : "kfd image");
 		actual = it->second;
 	} else if (image_dir_.streamed() && retry) {
 		// The task's kfd file may still come: criu opens its other files first, then asks again.
-		pr_debug("%s comes before this task's kfd image; criu asks for it again later",
-			 render_image_name(id).c_str());
+		pr_debug("%s comes before this task's kfd image; criu asks for it again later", name.c_str());
 		retried_render_.emplace(id, std::move(image));
 		*retry = true;
 		return retry_placeholder();
 	} else {
 		actual = provisional_render_gpu(msg, id);
 	}
-	const int fd = dup(render_fd(actual));
-	if (fd < 0)
-		fail_errno(errno, "cannot duplicate the render node fd of GPU 0x%04x", actual);
-	pr_info("restored %s: GPU 0x%04x -> local 0x%04x", render_image_name(id).c_str(), msg.gpu_id, actual);
-	return fd;
+	const std::vector<GemEntry> objects = gem_entries(msg, name);
+	const std::vector<ContextState> contexts = contexts_of(msg, name);
+	const bool has_state = !objects.empty() || !contexts.empty();
+	if (!has_state || !gem_filled_.count(actual)) {
+		// the file KFD's VM is in (a ROCm runtime's render node): the task's first of this GPU
+		const int fd = dup(render_fd(actual));
+		if (fd < 0)
+			fail_errno(errno, "cannot duplicate the render node fd of GPU 0x%04x", actual);
+		unique_fd task_file(fd);
+		if (has_state) {
+			gem_filled_.insert(actual);
+			restore_gem(image, id, actual, objects, contexts, render_fd(actual), -1);
+		}
+		pr_info("restored %s: GPU 0x%04x -> local 0x%04x%s", name.c_str(), msg.gpu_id, actual,
+			has_state
+				? strprintf(", %zu GEM objects, %zu contexts", objects.size(), contexts.size()).c_str()
+				: "");
+		return task_file.release();
+	}
+	// another file of the same GPU, with a table of handles of its own
+	unique_fd file = open_render_node(actual);
+	unique_fd task_file(dup(file.get()));
+	if (!task_file)
+		fail_errno(errno, "cannot duplicate a render node fd of GPU 0x%04x", actual);
+	restore_gem(image, id, actual, objects, contexts, file.get(), file.get());
+	gem_files_.push_back(std::move(file));
+	pr_info("restored %s: GPU 0x%04x -> local 0x%04x, a render-node file of its own with %zu GEM objects, %zu "
+		"contexts",
+		name.c_str(), msg.gpu_id, actual, objects.size(), contexts.size());
+	return task_file.release();
+}
+
+// The objects of a render-node image, under their handles, and their memory, checked against the
+// dump's sums. `through` is the plugin's fd of the file when it is not render_fd(actual): criu maps
+// the objects into the task through that file.
+void RestoreSession::restore_gem(const RenderImage &image, uint32_t id, uint32_t actual,
+				 std::span<const GemEntry> objects, std::span<const ContextState> contexts, int fd,
+				 int through)
+{
+	const auto start = std::chrono::steady_clock::now();
+	const std::string name = render_image_name(id);
+	const uint32_t pid = static_cast<uint32_t>(getpid());
+	// from files the sums come first, so that a damaged image is refused before anything trusts it
+	std::optional<ImageSums> sums;
+	if (!image_dir_.streamed())
+		sums = read_checked_sums(image_dir_, id, image.payload, name);
+	const RestoredGem restored =
+		restore_gem_objects(driver_, fd, objects, name, [](uint64_t) { return unique_fd(); });
+	for (const auto &[dumped, now] : restored.offsets)
+		vmas_.push_back({ 0, dumped, now, actual, 0, true, through, -1 });
+
+	std::vector<kfd_criu_bo_bucket> buckets;
+	size_t next = 0;
+	for (const GemEntry &e : objects)
+		if (!e.kfd_addr)
+			buckets.push_back(
+				gem_bucket(image.msg->gpu_id, e.object, e.mappings, restored.dmabufs.at(next++).get()));
+	const std::map<uint32_t, uint32_t> gpu_ids = { { image.msg->gpu_id, actual } };
+	const ContentsCopy copy = {
+		local_topology(),
+		image_dir_,
+		id,
+		pid,
+		gpu_ids,
+		buckets,
+		{},
+		[&](uint32_t gpu) { return open_render_node(gpu); },
+		copier_,
+		options_.max_buffer_size,
+	};
+	std::vector<LogLine> lines;
+	if (buckets.empty()) {
+		// nothing of its own to fill (from files, the sums were checked above)
+	} else if (image_dir_.streamed()) {
+		const std::vector<GpuContents> contents = copy_contents(copy, sums, lines);
+		sums = read_checked_sums(image_dir_, id, image.payload, name);
+		check_contents(id, pid, sums, contents, lines);
+	} else {
+		lines = restore_contents_of(copy, sums);
+	}
+	for (const LogLine &line : lines)
+		log(line.level, "%s", line.text.c_str());
+	// the contexts' empty submissions need a command buffer mapped where the task maps nothing
+	uint64_t busy_below = 0;
+	for (const GemEntry &e : objects)
+		for (const gem::Mapping &m : e.mappings)
+			if (m.addr < gem::kVaHoleStart)
+				busy_below = std::max(busy_below, m.addr + m.size);
+	const RestoredContexts ctx = restore_contexts(driver_, fd, contexts, busy_below, name);
+	pr_info("%s: %zu GEM objects back under their handles (%zu gaps filled for the moment, %zu KFD buffers "
+		"imported, %zu KFD buffers' handles left free), %zu contexts under their ids (%zu gaps filled, %llu "
+		"empty submissions to bring their rings to their fences) in %.1f ms",
+		name.c_str(), objects.size(), restored.fillers, restored.kfd_buffers, restored.without_buffer,
+		contexts.size(), ctx.fillers, static_cast<unsigned long long>(ctx.submissions),
+		std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 }
 
 uint32_t RestoreSession::provisional_render_gpu(const CriuRenderNode &msg, uint32_t id)
@@ -605,6 +725,19 @@ void RestoreSession::hand_render_files_to_task()
 	if (handed_over_)
 		return;
 	handed_over_ = true;
+	// Render-node files of their own (a second file of a GPU with GEM objects): the task's fd
+	// takes over, the plugin's goes.
+	for (auto it = gem_files_.begin(); it != gem_files_.end();) {
+		const std::optional<int> theirs = lowest_fd_sharing_file(it->get(), fd_floor_);
+		if (!theirs) {
+			++it;
+			continue;
+		}
+		for (VmaUpdate &v : vmas_)
+			if (v.through == it->get())
+				v.through_task = *theirs;
+		it = gem_files_.erase(it);
+	}
 	if (render_fds_.empty())
 		return;
 	for (auto it = render_fds_.begin(); it != render_fds_.end();) {
@@ -647,7 +780,7 @@ int RestoreSession::update_vma(GpuFileKind file, uint64_t addr, uint64_t old_off
 	hand_render_files_to_task();
 	const bool is_kfd = file == GpuFileKind::kfd;
 	for (const VmaUpdate &v : vmas_) {
-		if (v.addr != addr || v.old_offset != old_offset)
+		if ((v.addr != addr && !v.any_addr) || v.old_offset != old_offset || (v.any_addr && is_kfd))
 			continue;
 		if (v.taken)
 			fail(-ENOTSUP,
@@ -660,7 +793,9 @@ int RestoreSession::update_vma(GpuFileKind file, uint64_t addr, uint64_t old_off
 			// DRM only lets a BO be mapped through the file that owns it; criu must map this
 			// VMA through that file, not by reopening the path. criu 3.17/3.18 duplicate the fd
 			// they are given; newer ones take it over and close it.
-			const int through = mapping_fd(v.render_gpu);
+			const int through = v.through_task >= 0 ? v.through_task
+					    : v.through >= 0	? v.through
+								: mapping_fd(v.render_gpu);
 			*fd = running_criu().closes_vma_fd ? dup(through) : through;
 			if (*fd < 0)
 				fail_errno(errno, "cannot duplicate a render node fd for the mapping at 0x%llx",

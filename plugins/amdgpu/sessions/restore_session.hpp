@@ -58,6 +58,7 @@
 #include "images/image_checksums.hpp"
 #include "driver/kfd_priv_data.hpp"
 #include "images/metadata_images.hpp"
+#include "render/render_image.hpp"
 #include "sessions/options.hpp"
 #include "copy/restore_contents.hpp"
 #include "guard/restore_guard.hpp"
@@ -70,6 +71,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -110,8 +112,16 @@ private:
 		uint64_t addr;
 		uint64_t old_offset;
 		uint64_t new_offset;
-		uint32_t render_gpu; // actual gpu_id whose render file maps it; 0: a /dev/kfd mapping
-		uint32_t taken = 0;  // the shared buffer it maps, taken from another task: unmappable
+		uint32_t render_gpu;   // actual gpu_id whose render file maps it; 0: a /dev/kfd mapping
+		uint32_t taken = 0;    // the shared buffer it maps, taken from another task: unmappable
+		bool any_addr = false; // a GEM object's: criu's mapping is found by its offset alone
+		int through = -1;      // the plugin's fd of the file it maps (-1: render_fd(render_gpu)'s)
+		int through_task = -1; // the task's fd of that file, once criu installed it
+	};
+	// A render-node image as read: criu's retry hands it back later.
+	struct RenderImage {
+		CriuRenderNodePtr msg;
+		std::vector<uint8_t> payload;
 	};
 
 	int restore_kfd(ImageReader &image, uint32_t id);
@@ -143,7 +153,9 @@ private:
 	void take_shared_buffer(int kfd, const kfd_criu_bo_bucket &bo, const BoShare &share, const BoPrivRecord &rec);
 	void remember_mappings(const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos,
 			       std::span<const BoShare> shares);
-	int restore_render_node(CriuRenderNodePtr image, uint32_t id, bool *retry);
+	int restore_render_node(RenderImage image, uint32_t id, bool *retry);
+	void restore_gem(const RenderImage &image, uint32_t id, uint32_t actual, std::span<const GemEntry> objects,
+			 std::span<const ContextState> contexts, int fd, int through);
 	// A render node whose GPU cannot be mapped yet: the same id, if the kfd image confirms it.
 	uint32_t provisional_render_gpu(const CriuRenderNode &msg, uint32_t id);
 	int retry_placeholder();
@@ -153,6 +165,7 @@ private:
 	const GpuMap &gpu_map(const CriuKfd &msg, const std::string &image);
 	// Finds this task's kfd image when a render node comes first.
 	const GpuMap *gpu_map_from_own_image();
+	const GpuMap *gpu_map_from_render_images(uint32_t vpid);
 	// Fails, naming them all, if any local GPU has no render node in this mount namespace.
 	void require_render_nodes(const GpuMap &map);
 	// A new render-node file of a local GPU (found by its device number), above the task's fds.
@@ -178,14 +191,17 @@ private:
 	std::optional<Topology> local_;
 	std::optional<GpuMap> map_;
 	bool searched_own_image_ = false;
-	std::map<uint32_t, CriuRenderNodePtr> retried_render_; // by file id: read, set aside for a retry
-	std::map<uint32_t, uint32_t> provisional_gpus_;	       // image gpu_id -> local, to confirm
-	unique_fd placeholder_;				       // what a retried file returns
+	bool map_from_render_images_ = false;
+	std::map<uint32_t, RenderImage> retried_render_; // by file id: read, set aside for a retry
+	std::map<uint32_t, uint32_t> provisional_gpus_;	 // image gpu_id -> local, to confirm
+	unique_fd placeholder_;				 // what a retried file returns
 	int fd_floor_ = -1;
 	std::map<uint32_t, unique_fd> render_fds_; // the plugin's, by actual gpu_id
 	std::map<uint32_t, int> task_render_fds_;  // the task's own, sharing the same files
 	bool handed_over_ = false;
 	std::vector<VmaUpdate> vmas_;
+	std::set<uint32_t> gem_filled_;	   // GPUs whose render_fd() got GEM objects of an image
+	std::vector<unique_fd> gem_files_; // the plugin's fds of other render-node files with objects
 };
 
 // RESUME_DEVICES_LATE, before resume_gpu_process(): waits for the GPU copy the task handed to the

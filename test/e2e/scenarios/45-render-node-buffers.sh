@@ -2,13 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # A process that uses the render node alone (render_workload: libdrm_amdgpu, five GEM buffers of
-# 12 MiB in VRAM and GTT, a gap in its handles, SDMA copies always in flight, no /dev/kfd). The
-# memory of GEM buffers is the task's like that of KFD buffers, and this plugin does not save it
-# yet: the dump must fail, naming the render-node file (pid and fd), the number of buffers, their
-# bytes and handles, and the task runs on as it was. The same on Linux 6.1, where the kernel cannot
-# list a file's GEM objects and the plugin finds them by their handles, and on 7.3, which lists them
-# (GEM_LIST_HANDLES, Linux 6.18).
-# timeout: 120
+# 12 MiB in VRAM and GTT, a gap in its handles, one context whose SDMA copies are always in flight,
+# no /dev/kfd).
+#
+# Linux 6.18 and newer (trixie guest) list a file's GEM objects and their GPU mappings: the task is
+# checkpointed with its copies in flight, the emulator reloaded with other gpu_ids and render
+# minors, and the task restored there with every buffer under its handle at its GPU address
+# (verify asks the kernel), every byte back, and new copies completing on its context, whose
+# fences go on from where they were; then checkpointed and restored a second time, back on the
+# first ids.
+#
+# Before (bookworm guest, Linux 6.1) nothing tells where the objects are mapped: the dump fails,
+# naming the render-node file (pid and fd), the number of buffers, their bytes and handles (found
+# by probing), and the task runs on as it was.
+# timeout: 240
 . test/vm/lib.sh
 . test/e2e/lib.sh
 e2e_begin
@@ -19,25 +26,60 @@ wl_start render render || { tap_not_ok "render: the workload gets ready"; e2e_do
 pid=$WL_PID state=$WL_STATE
 tap_alive_verified "render: before the dump" "$pid" "$state"
 task_snapshot "$pid" "$RESULTS_DIR/render.dumped"
-
-if wl_dump "$pid" "$img"; then
-	tap_not_ok "render: the dump of a task holding GEM buffers fails" "it succeeded: their memory is in no image"
-else
-	tap_ok "render: the dump of a task holding GEM buffers fails"
-fi
-# five content buffers (12 MiB) and the SDMA command buffer (4 KiB); handle 3 was freed
 minor=$(sed -n 's/^gpu .* render \([0-9]*\)$/\1/p' "$state")
 fd=$(for f in /proc/"$pid"/fd/*; do [ "$(readlink "$f")" = "/dev/dri/renderD$minor" ] && echo "${f##*/}"; done | head -n 1)
-# Linux 6.18 lists them; before, the plugin finds them by their handles and says so
-if uname -r | awk -F. '{ exit !($1 > 6 || ($1 == 6 && $2 >= 18)) }'; then
-	how=listed tail='\)'
-else
-	how=probed tail='; found by their handles, as this kernel cannot list them\)'
+
+if ! uname -r | awk -F. '{ exit !($1 > 6 || ($1 == 6 && $2 >= 18)) }'; then
+	if wl_dump "$pid" "$img"; then
+		tap_not_ok "render: the dump of a task holding GEM buffers fails on $(uname -r)" \
+			"it succeeded: nothing told where they are mapped"
+	else
+		tap_ok "render: the dump of a task holding GEM buffers fails on $(uname -r)"
+	fi
+	# five content buffers (12 MiB) and the SDMA command buffer (4 KiB); handle 3 was freed
+	tap_log_has "render: the plugin names the file, its buffers, their bytes and handles" "$CRIU_LAST_LOG" \
+		"amdgpu_plugin: pid $pid fd $fd, a file of renderD$minor, holds 6 GEM buffer object\\(s\\) of 12587008 bytes \\(handles 1, 2, 4, 5, 6, 7; found by their handles, as this kernel cannot list them\\): a kernel before Linux 6.18 cannot tell where they are mapped"
+	tap_image_files "render: no image of the render-node file" 0 "$img"/amdgpu-renderD-*.img
+	tap_alive_verified "render: after the refused dump" "$pid" "$state"
+	tap_same_task "render: after the refused dump" "$RESULTS_DIR/render.dumped" "$pid"
+	wl_kill "$pid"
+	e2e_done
 fi
-tap_log_has "render: the plugin names the file, its buffers, their bytes and handles ($how)" "$CRIU_LAST_LOG" \
-	"amdgpu_plugin: pid $pid fd $fd, a file of renderD$minor, holds 6 GEM buffer object\\(s\\) of 12587008 bytes \\(handles 1, 2, 4, 5, 6, 7$tail: "
-tap_image_files "render: no image of the render-node file" 0 "$img"/amdgpu-renderD-*.img
-tap_alive_verified "render: after the refused dump" "$pid" "$state"
-tap_same_task "render: after the refused dump" "$RESULTS_DIR/render.dumped" "$pid"
+
+# round <n> <gpu_ids> <minor base>: checkpoint the task with its copies in flight, reload the
+# emulator as another node, restore it there
+round() {
+	local n=$1 ids=$2 base=$3
+	tap_dump_gone "render $n: criu dump with SDMA copies in flight" "$pid" "$state" "$img" || return 1
+	tap_log_has "render $n: the render-node file is saved with its objects and context" "$CRIU_LAST_LOG" \
+		"amdgpu_plugin: saved amdgpu-renderD-[0-9]+.img: renderD[0-9]+ of GPU 0x[0-9a-f]+, 6 GEM objects \\(6 with their memory here, 12587008 bytes\\), 1 contexts"
+	if ! emu_reload preset=2xmi210 gpu_ids="$ids" render_minor_base="$base"; then
+		tap_not_ok "render $n: reload the emulator with gpu_ids $ids, render minors from $base"
+		return 1
+	fi
+	tap_restore "render $n: criu restore onto gpu_ids $ids, render minors from $base" "$img" || return 1
+	tap_log_has "render $n: the plugin matched the process's GPU without KFD state" "$CRIU_LAST_LOG" \
+		"GPU map \\(render-node images -> local\\) 0x[0-9a-f]+->(${ids/,/|})"
+	tap_log_has "render $n: every object under its handle, the context at its fences" "$CRIU_LAST_LOG" \
+		"6 GEM objects back under their handles \\(1 gaps filled for the moment, 0 KFD buffers imported, 0 KFD buffers' handles left free\\), 1 contexts under their ids \\(0 gaps filled, [1-9][0-9]* empty submissions"
+	tap_log_has "render $n: its memory matches the dump's checksums" "$CRIU_LAST_LOG" \
+		"and [0-9]+ blocks of GPU memory match their checksums"
+	if grep -q "renderD$base" "/proc/$pid/maps" 2>/dev/null && ! grep -q "renderD$minor\$" "/proc/$pid/maps"; then
+		tap_ok "render $n: its buffers are mapped through the new render node"
+	else
+		tap_not_ok "render $n: its buffers are mapped through the new render node" \
+			"$(grep -o 'renderD[0-9]*' "/proc/$pid/maps" 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
+	fi
+	tap_alive_verified "render $n: restored (handles, GPU addresses, every byte; copies go on)" "$pid" "$state"
+	# a task without KFD state knows its GPU by its render node alone: it is now the new one
+	local map
+	map=$(sed -nE 's/.*GPU map \(render-node images -> local\) (0x[0-9a-f]+)->(0x[0-9a-f]+).*/\1 \2/p' "$CRIU_LAST_LOG" | head -n 1)
+	sed "s/GPU ${map% *}\b/GPU ${map#* }/" "$RESULTS_DIR/render.dumped" >"$RESULTS_DIR/render.dumped.$n"
+	tap_same_task "render $n: restored" "$RESULTS_DIR/render.dumped.$n" "$pid"
+	cp "$RESULTS_DIR/render.dumped.$n" "$RESULTS_DIR/render.dumped"
+	minor=$base
+}
+
+round 1 0x1234,0x4321 140 && round 2 0x1002,0x2001 128
 wl_kill "$pid"
 e2e_done
