@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,29 +34,31 @@ enum ExitCode {
 	kExitDamaged = 3,
 };
 
-const char *kUsage = "Usage: amdgpu-topology [--sysfs DIR] [--from DIR | --images DIR]\n"
-		     "       amdgpu-topology --verify DIR\n"
-		     "\n"
-		     "Prints the KFD topology of this node (or of the tree DIR) as the amdgpu CRIU plugin sees it:\n"
-		     "CPU and GPU nodes, gpu_ids, device ids, gfx targets, VRAM, render nodes, PCIe/xGMI links\n"
-		     "and xGMI hives.\n"
-		     "\n"
-		     "  --sysfs DIR    the topology to show or restore onto (default %s)\n"
-		     "  --from DIR     a second topology tree, the node a process was checkpointed on:\n"
-		     "                 prints how its GPUs would map onto the --sysfs topology on restore\n"
-		     "  --images DIR   a criu image directory: for every amdgpu-kfd-<id>.img in it, prints how\n"
-		     "                 the GPUs of the image would map onto the --sysfs topology on restore\n"
-		     "  --verify DIR   a criu image directory: checks every process's GPU images (kfd and pages)\n"
-		     "                 against the checksums the plugin wrote with them, as a restore would;\n"
-		     "                 needs no GPU\n"
-		     "  -h, --help     this text\n"
-		     "\n"
-		     "Matching honours KFD_FW_VER_CHECK, KFD_SDMA_FW_VER_CHECK, KFD_CACHES_COUNT_CHECK,\n"
-		     "KFD_NUM_GWS_CHECK, KFD_VRAM_SIZE_CHECK, KFD_NUMA_CHECK and KFD_CAPABILITY_CHECK like the\n"
-		     "plugin (0/no disables a check, 1/yes enables it).\n"
-		     "\n"
-		     "Exit status: 0 topology shown, mapping found or images intact, 1 no mapping, 2 usage or\n"
-		     "parse error, 3 an image is damaged or has no checksums.\n";
+const char *kUsage =
+	"Usage: amdgpu-topology [--sysfs DIR] [--from DIR | --images DIR]\n"
+	"       amdgpu-topology --verify DIR\n"
+	"\n"
+	"Prints the KFD topology of this node (or of the tree DIR) as the amdgpu CRIU plugin sees it:\n"
+	"CPU and GPU nodes, gpu_ids, device ids, gfx targets, VRAM, render nodes, PCIe/xGMI links\n"
+	"and xGMI hives.\n"
+	"\n"
+	"  --sysfs DIR    the topology to show or restore onto (default %s)\n"
+	"  --from DIR     a second topology tree, the node a process was checkpointed on:\n"
+	"                 prints how its GPUs would map onto the --sysfs topology on restore\n"
+	"  --images DIR   a criu image directory: for every amdgpu-kfd-<id>.img in it, prints how\n"
+	"                 the GPUs of the image would map onto the --sysfs topology on restore\n"
+	"  --verify DIR   a criu image directory: checks every process's GPU images (kfd and pages) and every\n"
+	"                 render-node file's (its image and the memory of its GEM objects)\n"
+	"                 against the checksums the plugin wrote with them, as a restore would;\n"
+	"                 needs no GPU\n"
+	"  -h, --help     this text\n"
+	"\n"
+	"Matching honours KFD_FW_VER_CHECK, KFD_SDMA_FW_VER_CHECK, KFD_CACHES_COUNT_CHECK,\n"
+	"KFD_NUM_GWS_CHECK, KFD_VRAM_SIZE_CHECK, KFD_NUMA_CHECK and KFD_CAPABILITY_CHECK like the\n"
+	"plugin (0/no disables a check, 1/yes enables it).\n"
+	"\n"
+	"Exit status: 0 topology shown, mapping found or images intact, 1 no mapping, 2 usage or\n"
+	"parse error, 3 an image is damaged or has no checksums.\n";
 
 std::string gfx_target(uint32_t version)
 {
@@ -162,42 +165,56 @@ unique_fd open_image_dir(const std::string &path)
 	return dirfd;
 }
 
-// Every process's images against their checksums; one line each.
+namespace {
+
+// One line for the images of one file: intact, damaged, or without sums. False unless intact.
+bool verdict_line(const std::string &name, uint32_t id, const char *what, const std::function<ImagesVerdict()> &verify)
+{
+	try {
+		const ImagesVerdict v = verify();
+		if (!v.has_sums) {
+			std::printf("%s: no %s (written by upstream's plugin, or by this one before checksums): "
+				    "cannot be checked\n",
+				    name.c_str(), sums_image_name(id).c_str());
+			return false;
+		}
+		const std::string chain = v.chain_bytes ? strprintf(", %.1f MiB of it read from earlier checkpoints",
+								    static_cast<double>(v.chain_bytes) / (1 << 20))
+							: std::string();
+		std::printf("%s: intact (the %s and %zu blocks, %.1f MiB, of GPU memory in %zu pages images match "
+			    "their checksums%s)\n",
+			    name.c_str(), what, v.blocks, static_cast<double>(v.bytes) / (1 << 20),
+			    v.pages_images.size(), chain.c_str());
+		return true;
+	} catch (const Error &e) {
+		std::printf("%s: DAMAGED: %s\n", name.c_str(), e.what());
+	} catch (const std::exception &e) {
+		std::printf("%s: DAMAGED: cannot be checked: %s\n", name.c_str(), e.what());
+	}
+	return false;
+}
+
+} // namespace
+
+// Every process's images, and every render-node file's, against their checksums; one line each.
 int verify_images(const std::string &dir)
 {
 	const unique_fd dirfd = open_image_dir(dir);
+	const ImageDir images = ImageDir::files(dirfd.get());
 	const std::vector<uint32_t> ids = kfd_image_ids(dirfd.get());
-	if (ids.empty())
-		fail(-ENOENT, "%s holds no amdgpu-kfd-<id>.img", dir.c_str());
+	const std::vector<uint32_t> render_ids = render_image_ids(dirfd.get());
+	if (ids.empty() && render_ids.empty())
+		fail(-ENOENT, "%s holds no amdgpu-kfd-<id>.img and no amdgpu-renderD-<id>.img", dir.c_str());
 	bool intact = true;
-	for (uint32_t id : ids) {
-		const std::string name = kfd_image_name(id);
-		try {
-			const ImagesVerdict v = verify_process_images(ImageDir::files(dirfd.get()), id);
-			if (!v.has_sums) {
-				std::printf(
-					"%s: no %s (written by upstream's plugin, or by this one before checksums): "
-					"cannot be checked\n",
-					name.c_str(), sums_image_name(id).c_str());
-				intact = false;
-				continue;
-			}
-			const std::string chain = v.chain_bytes
-							  ? strprintf(", %.1f MiB of it read from earlier checkpoints",
-								      static_cast<double>(v.chain_bytes) / (1 << 20))
-							  : std::string();
-			std::printf("%s: intact (the kfd image and %zu blocks, %.1f MiB, of GPU memory in %zu pages "
-				    "images match their checksums%s)\n",
-				    name.c_str(), v.blocks, static_cast<double>(v.bytes) / (1 << 20),
-				    v.pages_images.size(), chain.c_str());
-		} catch (const Error &e) {
-			std::printf("%s: DAMAGED: %s\n", name.c_str(), e.what());
-			intact = false;
-		} catch (const std::exception &e) {
-			std::printf("%s: DAMAGED: cannot be checked: %s\n", name.c_str(), e.what());
-			intact = false;
-		}
-	}
+	for (const uint32_t id : ids)
+		intact &= verdict_line(kfd_image_name(id), id, "kfd image",
+				       [&] { return verify_process_images(images, id); });
+	// a render-node file without objects or contexts has no sums: nothing to check, nothing to say
+	const std::vector<uint32_t> sums = sums_image_ids(dirfd.get());
+	for (const uint32_t id : render_ids)
+		if (std::binary_search(sums.begin(), sums.end(), id))
+			intact &= verdict_line(render_image_name(id), id, "render-node image",
+					       [&] { return verify_render_images(images, id); });
 	return intact ? kExitOk : kExitDamaged;
 }
 

@@ -136,5 +136,44 @@ TEST(AmdgpuTopologyTool, VerifyChecksTheImagesAgainstTheirSumsAndNamesTheDamaged
 	EXPECT_NE(unsummed.output.find("no amdgpu-sums-11.img"), std::string::npos) << unsummed.output;
 }
 
+// A render-node file's image and the memory of its GEM objects, checked the same way.
+TEST(AmdgpuTopologyTool, VerifyChecksARenderNodeFilesObjects)
+{
+	test::TempDir images;
+	const fs::path topology_dir = test::topology_fixture("mi210-2gpu-pcie");
+	const Topology topology = parse_topology(topology_dir);
+	const Node *first = topology.gpus().front();
+	{
+		test::FakeGpu gpu(topology);
+		gpu.gem_objects = { { 1, 0, 1 << 20, 4, 0, 1 }, { 3, 0, 2 << 20, 2, 0, 1 } };
+		Options options;
+		DumpSession dump(options, ImageDir::files(images.fd()), topology_dir, gpu, gpu);
+		const int render_fd = eventfd(0, EFD_CLOEXEC);
+		dump.dump_render_node(render_fd, 12, first->props.drm_render_minor);
+		close(render_fd);
+	}
+	const ToolRun intact = run_tool("--verify " + images.path().string());
+	EXPECT_EQ(intact.exit_status, 0) << intact.output;
+	EXPECT_NE(intact.output.find("amdgpu-renderD-12.img: intact (the render-node image and 3 blocks, 3.0 MiB, of "
+				     "GPU memory in 1 pages images match their checksums)"),
+		  std::string::npos)
+		<< intact.output;
+
+	const fs::path pages = images.path() / pages_image_name(12, first->gpu_id);
+	{
+		std::fstream f(pages, std::ios::in | std::ios::out | std::ios::binary);
+		f.seekg(8 + (1 << 20) + 5);
+		const char c = static_cast<char>(f.get() ^ 0x01);
+		f.seekp(8 + (1 << 20) + 5);
+		f.put(c);
+	}
+	const ToolRun damaged = run_tool("--verify " + images.path().string());
+	EXPECT_EQ(damaged.exit_status, 3) << damaged.output;
+	EXPECT_NE(damaged.output.find(strprintf("amdgpu-renderD-12.img: DAMAGED: image %s is damaged: GPU 0x%04x",
+						pages.filename().c_str(), first->gpu_id)),
+		  std::string::npos)
+		<< damaged.output;
+}
+
 } // namespace
 } // namespace amdgpu

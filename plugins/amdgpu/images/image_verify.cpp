@@ -6,6 +6,7 @@
 #include "images/image_checksums.hpp"
 #include "driver/kfd_ioctl.hpp"
 #include "images/metadata_images.hpp"
+#include "render/render_image.hpp"
 #include "images/pages_blocks.hpp"
 
 #include <algorithm>
@@ -97,6 +98,41 @@ std::vector<BlockSum> sum_pages_image(const ImageDir &dir, const std::string &na
 
 } // namespace
 
+namespace {
+
+// One GPU's pages image of image `id` against its sums.
+void verify_pages(const ImageDir &dir, uint32_t id, uint32_t gpu, const PagesLayout &layout, const ImageSums &sums,
+		  std::optional<ImageChain> &chain, ImagesVerdict &verdict)
+{
+	const ImageChain no_chain;
+	const std::string pages = pages_image_name(id, gpu);
+	const PagesSums *dumped = sums.pages_of(gpu);
+	if (!dumped)
+		fail(-EBADMSG, "image %s has no checksums of GPU 0x%04x, whose BOs %s holds",
+		     sums_image_name(id).c_str(), gpu, pages.c_str());
+	// compared before anything is sized by them: the image's sizes are not bounded
+	check_bo_sizes(*dumped, layout.sizes, pages);
+	if (!dumped->in_chain.empty() && !chain)
+		chain.emplace(ImageChain::below(dir.dirfd()));
+	const std::vector<BlockSum> read =
+		sum_pages_image(dir, pages, layout, *dumped, chain ? *chain : no_chain, verdict.chain_bytes);
+	check_pages_sums(*dumped, read, layout.sizes, layout.addrs, pages);
+	verdict.blocks += read.size();
+	for (const uint64_t s : layout.sizes)
+		verdict.bytes += s;
+	verdict.pages_images.push_back(pages);
+}
+
+void refuse_other_gpus(const ImageSums &sums, const std::set<uint32_t> &gpus, uint32_t id, const std::string &image)
+{
+	for (const PagesSums &p : sums.pages)
+		if (!gpus.count(p.gpu_id))
+			fail(-EBADMSG, "image %s has checksums of GPU 0x%04x, which %s does not name",
+			     sums_image_name(id).c_str(), p.gpu_id, image.c_str());
+}
+
+} // namespace
+
 ImagesVerdict verify_process_images(const ImageDir &dir, uint32_t id)
 {
 	ImagesVerdict verdict;
@@ -112,34 +148,40 @@ ImagesVerdict verify_process_images(const ImageDir &dir, uint32_t id)
 	const std::vector<BoShare> shares = bo_shares(*msg, kfd);
 
 	std::optional<ImageChain> chain; // when an image takes blocks from it
-	const ImageChain no_chain;
 	std::set<uint32_t> gpus;
 	for (size_t i = 0; i < msg->n_device_entries; i++)
 		if (msg->device_entries[i]->gpu_id)
 			gpus.insert(msg->device_entries[i]->gpu_id);
-	for (const PagesSums &p : sums->pages)
-		if (!gpus.count(p.gpu_id))
-			fail(-EBADMSG, "image %s has checksums of GPU 0x%04x, which %s does not name",
-			     sums_image_name(id).c_str(), p.gpu_id, kfd.c_str());
-	for (const uint32_t gpu : gpus) {
-		const std::string pages = pages_image_name(id, gpu);
-		const PagesSums *dumped = sums->pages_of(gpu);
-		if (!dumped)
-			fail(-EBADMSG, "image %s has no checksums of GPU 0x%04x, whose BOs %s holds",
-			     sums_image_name(id).c_str(), gpu, pages.c_str());
-		const PagesLayout layout = pages_layout(*msg, gpu, shares);
-		// compared before anything is sized by them: the kfd image's sizes are not bounded
-		check_bo_sizes(*dumped, layout.sizes, pages);
-		if (!dumped->in_chain.empty() && !chain)
-			chain.emplace(ImageChain::below(dir.dirfd()));
-		const std::vector<BlockSum> read =
-			sum_pages_image(dir, pages, layout, *dumped, chain ? *chain : no_chain, verdict.chain_bytes);
-		check_pages_sums(*dumped, read, layout.sizes, layout.addrs, pages);
-		verdict.blocks += read.size();
-		for (const uint64_t s : layout.sizes)
-			verdict.bytes += s;
-		verdict.pages_images.push_back(pages);
+	refuse_other_gpus(*sums, gpus, id, kfd);
+	for (const uint32_t gpu : gpus)
+		verify_pages(dir, id, gpu, pages_layout(*msg, gpu, shares), *sums, chain, verdict);
+	return verdict;
+}
+
+ImagesVerdict verify_render_images(const ImageDir &dir, uint32_t id)
+{
+	ImagesVerdict verdict;
+	const std::string name = render_image_name(id);
+	ImageReader image(dir, name, kMaxMetadataImageSize);
+	const std::vector<uint8_t> payload = read_payload(image);
+	const std::optional<ImageSums> sums = read_image_sums(dir, id);
+	if (!sums)
+		return verdict;
+	verdict.has_sums = true;
+	check_kfd_digest(*sums, payload, name, sums_image_name(id));
+	const CriuRenderNodePtr msg = unpack_criu_render_node(payload, name);
+	PagesLayout layout; // the objects with contents of their own, in handle order (save_gem_contents)
+	for (const GemEntry &e : gem_entries(*msg, name)) {
+		if (e.kfd_addr)
+			continue;
+		layout.sizes.push_back(e.object.size);
+		layout.addrs.push_back(e.mappings.empty() ? 0 : gem::sign_extended(e.mappings.front().addr));
 	}
+	refuse_other_gpus(*sums, layout.sizes.empty() ? std::set<uint32_t> {} : std::set<uint32_t> { msg->gpu_id }, id,
+			  name);
+	std::optional<ImageChain> chain;
+	if (!layout.sizes.empty())
+		verify_pages(dir, id, msg->gpu_id, layout, *sums, chain, verdict);
 	return verdict;
 }
 
