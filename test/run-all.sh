@@ -55,7 +55,7 @@ esac
 # tracks dirty memory with PAGEMAP_SCAN), the copy beside criu, ROCm 6.4.3's processes (runtime,
 # HIP, ranks sharing GPU memory, kernels in flight, faults after a restore) and its Podman 5
 # containers.
-CHECK_TRIXIE='00-* 10-* 20-* 33-* e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/29-* e2e/33-* e2e/36-* e2e/39-* e2e/44-* e2e/45-* e2e/62-* e2e/64-* e2e/65-* e2e/66-* e2e/83-*'
+CHECK_TRIXIE='00-* 10-* 20-* 33-* e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/29-* e2e/33-* e2e/36-* e2e/39-* e2e/44-* e2e/45-* e2e/46-* e2e/62-* e2e/64-* e2e/65-* e2e/66-* e2e/83-*'
 # make check, trixie guest under its own criu 4.1.1: ROCm 6.1's runtime workload.
 CHECK_TRIXIE_411='e2e/60-*'
 # make check, bookworm guest under criu 3.17.1: every scenario but the bulk data, re-checkpointing

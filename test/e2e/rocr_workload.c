@@ -26,6 +26,18 @@
  * engine; every byte of every round so far matched), SIGUSR2 ->
  * <state>.heartbeat (every stream completes a round within --hb-timeout-ms).
  * --vram-mb sets each GPU's bytes in flight (split between its streams).
+ *
+ * --gem: the process also holds GEM handles on the first GPU's render node, as a
+ * ROCm program that drives the render node through libdrm_amdgpu does: the
+ * first stream's VRAM buffer, exported by the runtime as a dma-buf
+ * (hsa_amd_portable_export_dmabuf, ROCm 5.6 and newer) and imported there, and a
+ * GTT buffer of the render node's own holding a pattern. Verify then also
+ * checks that the import is still that buffer (its pattern read through the
+ * handle's CPU mapping; a word written there is what the runtime copies out of
+ * the buffer), and that the other handle still names its buffer, its pattern
+ * intact. The runtime's export happens once, before any checkpoint: KFD's
+ * EXPORT_DMABUF finds the GPU by the gpu_id in the buffer's handle, without the
+ * translation a restore onto other gpu_ids sets up, and fails there.
  */
 #include "workload.h"
 
@@ -35,8 +47,14 @@
 #include "hand_kernels.h"
 #include "hsa_aql.h"
 
+#include <amdgpu.h>
+#include <amdgpu_drm.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <sys/stat.h>
+#include <xf86drm.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -79,8 +97,24 @@ struct stream {
 	char stall[512];
 };
 
+/* --gem: the handles the process holds on the first GPU's render node */
+struct gem_part {
+	int fd;
+	amdgpu_device_handle dev;
+	amdgpu_bo_handle kfd_bo, own_bo;
+	uint32_t kfd_handle, own_handle;
+	void *kfd_ptr; /* the KFD buffer it is: VRAM of its own, which the streams leave alone */
+	void *host;    /* a host buffer the runtime copies it to and from */
+	void *own_cpu;
+	uint64_t seed;
+};
+
+#define GEM_OWN_BYTES (1u << 20)
+#define GEM_KFD_BYTES (64u << 10)
+
 struct workload {
 	struct wl_opts opts;
+	struct gem_part gem;
 	hsa_agent_t cpu;
 	hsa_amd_memory_pool_t sys;
 	bool has_cpu, has_sys;
@@ -309,6 +343,147 @@ static void await_rounds(struct workload *w, struct wl_report *r, uint64_t more,
 	}
 }
 
+/* ROCm 5.6 and newer; looked up so that the workload builds against older runtimes too */
+typedef hsa_status_t (*export_dmabuf_fn)(const void *ptr, size_t size, int *dmabuf, uint64_t *offset);
+
+/* A runtime copy between the GEM part's VRAM buffer and its host buffer, waited for. */
+static hsa_status_t gem_copy(struct workload *w, bool to_gpu, size_t bytes)
+{
+	struct gem_part *g = &w->gem;
+	hsa_signal_t done;
+	hsa_status_t st = hsa_signal_create(1, 0, NULL, &done);
+
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
+	st = to_gpu ? hsa_amd_memory_async_copy(g->kfd_ptr, w->gpus[0].agent, g->host, w->cpu, bytes, 0, NULL, done)
+		    : hsa_amd_memory_async_copy(g->host, w->cpu, g->kfd_ptr, w->gpus[0].agent, bytes, 0, NULL, done);
+	if (st == HSA_STATUS_SUCCESS &&
+	    hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, ROUND_WAIT_NS, HSA_WAIT_STATE_BLOCKED) != 0)
+		st = HSA_STATUS_ERROR;
+	hsa_signal_destroy(done);
+	return st;
+}
+
+static int gem_setup(struct workload *w)
+{
+	struct gem_part *g = &w->gem;
+	struct wl_gpu_node nodes[WL_MAX_GPUS];
+	unsigned int n_nodes, minor = 0;
+	struct amdgpu_bo_import_result imported = { 0 };
+	struct amdgpu_bo_alloc_request req = {
+		.alloc_size = GEM_OWN_BYTES,
+		.phys_alignment = 4096,
+		.preferred_heap = AMDGPU_GEM_DOMAIN_GTT,
+		.flags = AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
+	};
+	export_dmabuf_fn export = (export_dmabuf_fn)dlsym(RTLD_DEFAULT, "hsa_amd_portable_export_dmabuf");
+	hsa_agent_t both[2] = { w->gpus[0].agent, w->cpu };
+	uint32_t major_v, minor_v;
+	uint64_t offset = 0;
+	char path[64];
+	int n = wl_gpu_nodes(nodes, WL_MAX_GPUS, &n_nodes), dmabuf = -1, r;
+	hsa_status_t st;
+
+	if (!export) {
+		wl_info("--gem: this runtime cannot export its buffers as dma-bufs");
+		return WL_EXIT_SKIP;
+	}
+	for (int i = 0; i < n; i++)
+		if (nodes[i].node == w->gpus[0].node)
+			minor = nodes[i].render_minor;
+	if (!minor) {
+		wl_err("--gem: no render node for GPU node %u", w->gpus[0].node);
+		return WL_EXIT_SETUP;
+	}
+	snprintf(path, sizeof(path), "/dev/dri/renderD%u", minor);
+	g->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (g->fd < 0 || amdgpu_device_initialize(g->fd, &major_v, &minor_v, &g->dev)) {
+		wl_err("--gem: %s: %s", path, strerror(errno));
+		return WL_EXIT_SETUP;
+	}
+	g->seed = wl_seed();
+	st = hsa_amd_memory_pool_allocate(w->gpus[0].vram, GEM_KFD_BYTES, 0, &g->kfd_ptr);
+	if (st == HSA_STATUS_SUCCESS)
+		st = hsa_amd_memory_pool_allocate(w->sys, GEM_KFD_BYTES, 0, &g->host);
+	if (st == HSA_STATUS_SUCCESS)
+		st = hsa_amd_agents_allow_access(2, both, NULL, g->host);
+	if (st == HSA_STATUS_SUCCESS) {
+		wl_fill(g->host, GEM_KFD_BYTES, g->seed, 8);
+		st = gem_copy(w, true, GEM_KFD_BYTES);
+	}
+	if (st == HSA_STATUS_SUCCESS)
+		st = export(g->kfd_ptr, GEM_KFD_BYTES, &dmabuf, &offset);
+	if (st != HSA_STATUS_SUCCESS || offset) {
+		wl_err("--gem: the runtime's VRAM buffer as a dma-buf: %s", status_text(st));
+		return WL_EXIT_SETUP;
+	}
+	r = amdgpu_bo_import(g->dev, amdgpu_bo_handle_type_dma_buf_fd, (uint32_t)dmabuf, &imported);
+	close(dmabuf);
+	g->kfd_bo = imported.buf_handle;
+	if (!r)
+		r = amdgpu_bo_export(g->kfd_bo, amdgpu_bo_handle_type_kms, &g->kfd_handle);
+	if (!r)
+		r = amdgpu_bo_alloc(g->dev, &req, &g->own_bo);
+	if (!r)
+		r = amdgpu_bo_export(g->own_bo, amdgpu_bo_handle_type_kms, &g->own_handle);
+	if (!r)
+		r = amdgpu_bo_cpu_map(g->own_bo, &g->own_cpu);
+	if (r) {
+		wl_err("--gem: the GEM handles: %s", strerror(r < 0 ? -r : EIO));
+		return WL_EXIT_SETUP;
+	}
+	wl_fill(g->own_cpu, GEM_OWN_BYTES, g->seed, 7);
+	return 0;
+}
+
+/*
+ * The handles still name their buffers: the import is the runtime's VRAM buffer (its pattern,
+ * and a word written through the handle is what the runtime copies out), the other holds its
+ * pattern.
+ */
+static void gem_verify(struct workload *w, struct wl_report *r)
+{
+	struct gem_part *g = &w->gem;
+	struct drm_amdgpu_gem_create_in info = { 0 };
+	struct drm_amdgpu_gem_op op = {
+		.handle = g->own_handle,
+		.op = AMDGPU_GEM_OP_GET_GEM_CREATE_INFO,
+		.value = (uint64_t)(uintptr_t)&info,
+	};
+	volatile uint64_t *through = NULL;
+	void *cpu = NULL;
+	int ret = amdgpu_bo_cpu_map(g->kfd_bo, &cpu);
+
+	if (ret) {
+		wl_fail(r, "GEM handle %u cannot be mapped: %s", g->kfd_handle, strerror(-ret));
+	} else if (wl_check_pattern(r, "the runtime's VRAM buffer through GEM handle", cpu, GEM_KFD_BYTES, g->seed,
+				    8)) {
+		through = cpu;
+		const uint64_t old = through[0];
+
+		through[0] = ~old;
+		__sync_synchronize();
+		if (gem_copy(w, false, 4096) != HSA_STATUS_SUCCESS)
+			wl_fail(r, "the runtime cannot copy its VRAM buffer at %p out", g->kfd_ptr);
+		else if (((volatile uint64_t *)g->host)[0] != ~old)
+			wl_fail(r, "a word written through GEM handle %u is not in the runtime's buffer at %p: they are "
+				"not one buffer",
+				g->kfd_handle, g->kfd_ptr);
+		else
+			wl_pass(r);
+		through[0] = old;
+		__sync_synchronize();
+	}
+	if (cpu)
+		amdgpu_bo_cpu_unmap(g->kfd_bo);
+	if (drmCommandWriteRead(amdgpu_device_get_fd(g->dev), DRM_AMDGPU_GEM_OP, &op, sizeof(op)) ||
+	    info.bo_size != GEM_OWN_BYTES)
+		wl_fail(r, "GEM handle %u names no buffer of %u bytes any more (%s)", g->own_handle, GEM_OWN_BYTES,
+			strerror(errno));
+	else
+		wl_check_pattern(r, "the render node's own GEM buffer", g->own_cpu, GEM_OWN_BYTES, g->seed, 7);
+}
+
 static void verify(void *ctx, struct wl_report *r)
 {
 	struct workload *w = ctx;
@@ -323,6 +498,8 @@ static void verify(void *ctx, struct wl_report *r)
 		else
 			wl_pass(r);
 	}
+	if (w->opts.gem)
+		gem_verify(w, r);
 }
 
 static void heartbeat(void *ctx, struct wl_report *r)
@@ -434,6 +611,21 @@ static void teardown(void *ctx)
 		hsa_amd_memory_pool_free(s->vram);
 		hsa_amd_memory_pool_free(s->vram2);
 	}
+	if (w->gem.own_bo) {
+		if (w->gem.own_cpu)
+			amdgpu_bo_cpu_unmap(w->gem.own_bo);
+		amdgpu_bo_free(w->gem.own_bo);
+	}
+	if (w->gem.kfd_bo)
+		amdgpu_bo_free(w->gem.kfd_bo);
+	if (w->gem.kfd_ptr)
+		hsa_amd_memory_pool_free(w->gem.kfd_ptr);
+	if (w->gem.host)
+		hsa_amd_memory_pool_free(w->gem.host);
+	if (w->gem.dev)
+		amdgpu_device_deinitialize(w->gem.dev);
+	if (w->gem.fd > 0)
+		close(w->gem.fd);
 	hsa_shut_down();
 }
 
@@ -500,6 +692,12 @@ static int setup(struct workload *w)
 			}
 		}
 	}
+	if (w->opts.gem) {
+		int ret = gem_setup(w);
+
+		if (ret)
+			return ret;
+	}
 	for (unsigned int i = 0; i < w->n_streams; i++) {
 		struct stream_arg *a = malloc(sizeof(*a));
 		int err;
@@ -532,6 +730,8 @@ static void fill_state(FILE *f, void *ctx)
 		fprintf(f, "stream %u node %u bytes 0x%zx src %p vram %p vram2 %p back %p queue %" PRIu64 "\n",
 			s->index, s->gpu->node, s->bytes, s->src, s->vram, s->vram2, s->back, s->queue->id);
 	}
+	if (w->opts.gem)
+		fprintf(f, "gem kfd-handle %u own-handle %u\n", w->gem.kfd_handle, w->gem.own_handle);
 	wl_host_state(f);
 	fprintf(f, "ready\n");
 }

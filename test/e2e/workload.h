@@ -39,6 +39,7 @@ struct wl_opts {
 	unsigned int host_mb;	    /* ordinary host memory that every verification checks */
 	const char *state;	    /* state file; results go to <state>.verify/.heartbeat/.rewrite */
 	bool render_first;	    /* open the render nodes before /dev/kfd (kfd_workload) */
+	bool gem;		    /* GEM handles beside the KFD buffers (rocr_workload) */
 };
 
 /* parse the common options; exits with WL_EXIT_USAGE on a bad command line */

@@ -53,7 +53,7 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: %s --state FILE [--gpus N] [--vram-mb M[,M...]] [--bo-mb B] [--hb-timeout-ms T]\n"
-		"          [--render-first] [--zeros PCT[,RUN_KIB]] [--rewrite-pct P] [--host-mb H]\n"
+		"          [--render-first] [--gem] [--zeros PCT[,RUN_KIB]] [--rewrite-pct P] [--host-mb H]\n"
 		"  --state FILE       state file written once set up; results in FILE.verify, FILE.heartbeat,\n"
 		"                     FILE.rewrite\n"
 		"  --gpus N           use the first N GPU nodes of the topology (default: all)\n"
@@ -62,6 +62,8 @@ static void usage(FILE *to)
 		"  --bo-mb B          largest content BO (default %d)\n"
 		"  --hb-timeout-ms T  how long a queue's heartbeat may stall (default %d)\n"
 		"  --render-first     open the render nodes before /dev/kfd (kfd_workload only)\n"
+		"  --gem              also hold GEM handles on the first GPU's render node: one of a KFD\n"
+		"                     buffer, one of a buffer of its own (rocr_workload only)\n"
 		"  --zeros PCT[,RUN]  PCT %% of the content is zeros, in runs of RUN KiB (default 1024)\n"
 		"                     placed by the pattern (VRAM that was allocated and never written)\n"
 		"  --rewrite-pct P    a rewrite gives the next content BOs, in rotation, a new generation\n"
@@ -122,6 +124,7 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 		{ "state", required_argument, NULL, 's' },
 		{ "hb-timeout-ms", required_argument, NULL, 't' },
 		{ "render-first", no_argument, NULL, 'r' },
+		{ "gem", no_argument, NULL, 'G' },
 		{ "zeros", required_argument, NULL, 'z' },
 		{ "rewrite-pct", required_argument, NULL, 'w' },
 		{ "host-mb", required_argument, NULL, 'H' },
@@ -155,6 +158,9 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 			break;
 		case 'r':
 			o->render_first = true;
+			break;
+		case 'G':
+			o->gem = true;
 			break;
 		case 'z': {
 			char *run = strchr(optarg, ',');

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -387,6 +388,97 @@ TEST_F(RenderNodeRestoreTest, ASecondFileOfTheSameGpuGetsATableOfItsOwn)
 		EXPECT_EQ(file.objects.size(), 5u) << "fd " << fd;
 	close(std::get<int>(first));
 	close(std::get<int>(second));
+}
+
+// A ROCm process whose render node holds a GEM handle of one of its KFD buffers beside an object
+// of its own: the handle comes back as an import of the restored buffer, after it.
+class RenderNodeOfAKfdProcessTest : public ::testing::Test {
+protected:
+	RenderNodeOfAKfdProcessTest()
+	    : topology_dir(test::topology_fixture("mi210-2gpu-pcie")), topology(parse_topology(topology_dir))
+	{
+		FakeGpu dumped(topology);
+		dumped.pid = static_cast<uint32_t>(getpid());
+		dumped.shared_bos = { 0 };
+		dumped.gem_objects = { { 2, 0, 1 << 20, AMDGPU_GEM_DOMAIN_GTT, 0, 1 },
+				       { 5, 0, 1 << 16, AMDGPU_GEM_DOMAIN_VRAM, 0, 1 } };
+		dumped.gem_kfd_bos = { { 5, 0 } };
+		DumpSession dump(options, ImageDir::files(images.fd()), topology_dir, dumped, dumped);
+		const int kfd_fd = eventfd(0, EFD_CLOEXEC);
+		const int render_fd = eventfd(0, EFD_CLOEXEC);
+		dump.dump_kfd(kfd_fd, kKfdId);
+		dump.dump_render_node(render_fd, kRenderId, topology.gpus().front()->props.drm_render_minor);
+		close(render_fd);
+		close(kfd_fd);
+		// the image of this test process, as the restored task reads it
+		const ImageDir dir = ImageDir::files(images.fd());
+		CriuRenderNodePtr msg = read_criu_render_node(dir, kRenderId);
+		msg->has_pid = true;
+		msg->pid = static_cast<uint32_t>(getpid());
+		const std::vector<uint8_t> payload = pack(*msg);
+		write_image(dir, render_image_name(kRenderId), payload);
+		std::optional<ImageSums> sums = read_image_sums(dir, kRenderId);
+		sums->kfd = digest_of(payload);
+		write_image_sums(dir, kRenderId, *sums);
+	}
+
+	static const FakeGpu::GemFile *render_file(const FakeGpu &gpu)
+	{
+		return gpu.gem_files.size() == 1 ? &gpu.gem_files.begin()->second : nullptr;
+	}
+
+	static constexpr uint32_t kKfdId = 11;
+	Options options;
+	test::TempDir images;
+	std::filesystem::path topology_dir;
+	Topology topology;
+};
+
+TEST_F(RenderNodeOfAKfdProcessTest, TheHandleComesBackAsTheRestoredBuffer)
+{
+	FakeGpu gpu(topology);
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	const int kfd = session.restore_file(kKfdId, nullptr);
+	const int render = session.restore_file(kRenderId, nullptr);
+	const FakeGpu::GemFile *file = render_file(gpu);
+	ASSERT_TRUE(file);
+	EXPECT_EQ(file->imported, std::set<uint32_t> { 5 });
+	EXPECT_TRUE(file->objects.count(2));
+	EXPECT_EQ(file->objects.size(), 2u) << "the fillers of 1, 3 and 4 are gone";
+	EXPECT_EQ(gpu.count(Op::copy), 3) << "two GPUs of the kfd image, one of the render node";
+	ASSERT_EQ(gpu.jobs.size(), 1u) << "the render node's copy, the last";
+	EXPECT_EQ(gpu.jobs.back().sizes, std::vector<uint64_t> { 1 << 20 }) << "the KFD buffer is not filled twice";
+	close(render);
+	close(kfd);
+}
+
+TEST_F(RenderNodeOfAKfdProcessTest, ComingFirstItWaitsForTheKfdFileWhereCriuCanComeBack)
+{
+	FakeGpu gpu(topology);
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	bool retry = false;
+	(void)session.restore_file(kRenderId, &retry);
+	EXPECT_TRUE(retry);
+	EXPECT_EQ(gpu.count(Op::gem_create), 0);
+	const int kfd = session.restore_file(kKfdId, nullptr);
+	const int render = session.restore_file(kRenderId, nullptr);
+	const FakeGpu::GemFile *file = render_file(gpu);
+	ASSERT_TRUE(file);
+	EXPECT_EQ(file->imported, std::set<uint32_t> { 5 });
+	close(render);
+	close(kfd);
+}
+
+TEST_F(RenderNodeOfAKfdProcessTest, WithoutCriusRetryTheHandleStaysFree)
+{
+	FakeGpu gpu(topology);
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	const int render = session.restore_file(kRenderId, nullptr);
+	const FakeGpu::GemFile *file = render_file(gpu);
+	ASSERT_TRUE(file);
+	EXPECT_TRUE(file->imported.empty());
+	EXPECT_EQ(file->objects.size(), 1u);
+	close(render);
 }
 
 } // namespace

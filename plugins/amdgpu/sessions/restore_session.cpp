@@ -241,11 +241,13 @@ int RestoreSession::restore_kfd(ImageReader &kfd_image, uint32_t id)
 	const std::vector<BoShare> shares = bo_shares(*msg, image);
 	register_runtime(kfd.get(), version, *msg, image);
 	const std::vector<unique_fd> dmabufs = restore_state(kfd.get(), devices, bos, priv, *msg, image);
+	keep_kfd_buffers(bos);
 	offer_shared_buffers(bos, shares);
 	restore_contents(id, *msg, map, bos, shares, sums, payload);
 	take_shared_buffers(kfd.get(), *msg, bos, shares, image);
 	remember_mappings(map, bos, shares);
 	close_unused_render_fds(map);
+	kfd_restored_ = true;
 
 	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 	pr_info("pid %u: restored %s (%zu GPUs, %zu BOs, %u queues/events) in %.1f ms; queues wait for resume",
@@ -539,6 +541,51 @@ void RestoreSession::take_shared_buffer(int kfd, const kfd_criu_bo_bucket &bo, c
 		"for the moment)",
 		getpid(), what.c_str(), static_cast<unsigned long long>(handle), rec.mapped_gpu_ids.size(),
 		fillers.size());
+	if (const auto it = kfd_buffers_.find(bo.addr); it != kfd_buffers_.end())
+		it->second.reset(fcntl(dmabuf.get(), F_DUPFD_CLOEXEC, fd_floor_));
+}
+
+// A render-node file of the task may hold GEM handles of its KFD buffers (ROCm imports them):
+// their restore imports the restored buffers (restore_render_node()), whose dma-bufs are kept
+// until the task's files are all in place.
+void RestoreSession::keep_kfd_buffers(std::span<const kfd_criu_bo_bucket> bos)
+{
+	if (!render_images_name_kfd_buffers())
+		return;
+	for (const kfd_criu_bo_bucket &bo : bos) {
+		if (bo.dmabuf_fd == KFD_INVALID_FD)
+			continue;
+		unique_fd kept(fcntl(static_cast<int>(bo.dmabuf_fd), F_DUPFD_CLOEXEC, fd_floor_));
+		if (!kept)
+			fail_errno(errno, "cannot keep the dma-buf of the KFD buffer at 0x%llx for the render node",
+				   static_cast<unsigned long long>(bo.addr));
+		kfd_buffers_[bo.addr] = std::move(kept);
+	}
+}
+
+// Whether a render-node image of this task names a KFD buffer (through a stream: maybe).
+bool RestoreSession::render_images_name_kfd_buffers()
+{
+	if (image_dir_.streamed())
+		return true;
+	const uint32_t vpid = static_cast<uint32_t>(getpid());
+	for (const uint32_t id : render_image_ids(image_dir_.dirfd())) {
+		const CriuRenderNodePtr msg = read_criu_render_node(image_dir_, id);
+		if (!msg->has_pid || msg->pid != vpid)
+			continue;
+		for (const GemEntry &e : gem_entries(*msg, render_image_name(id)))
+			if (e.kfd_addr)
+				return true;
+	}
+	return false;
+}
+
+unique_fd RestoreSession::restored_kfd_buffer(uint64_t addr)
+{
+	const auto it = kfd_buffers_.find(addr);
+	if (it == kfd_buffers_.end() || !it->second)
+		return unique_fd();
+	return unique_fd(fcntl(it->second.get(), F_DUPFD_CLOEXEC, 0));
 }
 
 // The mappings criu will ask about (UPDATE_VMA_MAP): KFD gave their BOs new offsets.
@@ -579,6 +626,16 @@ int RestoreSession::restore_render_node(RenderImage image, uint32_t id, bool *re
 	}
 	const std::vector<GemEntry> objects = gem_entries(msg, name);
 	const std::vector<ContextState> contexts = contexts_of(msg, name);
+	const bool names_kfd_buffers =
+		std::any_of(objects.begin(), objects.end(), [](const GemEntry &e) { return e.kfd_addr.has_value(); });
+	if (names_kfd_buffers && !kfd_restored_ && retry) {
+		// its handles of KFD buffers need them restored: criu comes back once it opened the rest
+		pr_debug("%s names KFD buffers of the task, which are not restored yet; criu asks for it again later",
+			 name.c_str());
+		retried_render_.emplace(id, std::move(image));
+		*retry = true;
+		return retry_placeholder();
+	}
 	const bool has_state = !objects.empty() || !contexts.empty();
 	if (!has_state || !gem_filled_.count(actual)) {
 		// the file KFD's VM is in (a ROCm runtime's render node): the task's first of this GPU
@@ -623,8 +680,8 @@ void RestoreSession::restore_gem(const RenderImage &image, uint32_t id, uint32_t
 	std::optional<ImageSums> sums;
 	if (!image_dir_.streamed())
 		sums = read_checked_sums(image_dir_, id, image.payload, name);
-	const RestoredGem restored =
-		restore_gem_objects(driver_, fd, objects, name, [](uint64_t) { return unique_fd(); });
+	const RestoredGem restored = restore_gem_objects(driver_, fd, objects, name,
+							 [&](uint64_t addr) { return restored_kfd_buffer(addr); });
 	for (const auto &[dumped, now] : restored.offsets)
 		vmas_.push_back({ 0, dumped, now, actual, 0, true, through, -1 });
 
@@ -725,6 +782,7 @@ void RestoreSession::hand_render_files_to_task()
 	if (handed_over_)
 		return;
 	handed_over_ = true;
+	kfd_buffers_.clear(); // every render-node file is restored
 	// Render-node files of their own (a second file of a GPU with GEM objects): the task's fd
 	// takes over, the plugin's goes.
 	for (auto it = gem_files_.begin(); it != gem_files_.end();) {

@@ -40,6 +40,14 @@
 // queues resume. Through criu's image streamer each image is handed out once, to the task that
 // asks, so the task copies there, in series, as it does without a guard or with the switch off.
 //
+// A render-node image with GEM objects or contexts (render/gem_restore.hpp, render_contexts.hpp)
+// has them made again in the file the task gets: the GPU's first such file is render_fd() (KFD's VM
+// is in it, as it was in the runtime's render node), each further one a file of its own. Their
+// memory is copied in series here and checked against the image's sums. A handle of a KFD buffer
+// is an import of the restored buffer, whose dma-buf restore_kfd() keeps until the task's files
+// are all in place; a render file that comes first asks criu 4.3 to come back. A process without
+// KFD state is matched to local GPUs from its render-node images.
+//
 // Nothing of the plugin's stays in the task. KFD keeps its own reference to each GPU's render file
 // once RESTORE succeeded, so the render fds of GPUs the task does not use are closed right away.
 // The others are needed until criu maps the task's BOs, which DRM allows only through the file
@@ -151,6 +159,10 @@ private:
 	void take_shared_buffers(int kfd, const CriuKfd &msg, std::span<const kfd_criu_bo_bucket> bos,
 				 std::span<const BoShare> shares, const std::string &image);
 	void take_shared_buffer(int kfd, const kfd_criu_bo_bucket &bo, const BoShare &share, const BoPrivRecord &rec);
+	void keep_kfd_buffers(std::span<const kfd_criu_bo_bucket> bos);
+	bool render_images_name_kfd_buffers();
+	// A dma-buf of the restored KFD buffer at `addr`, or an invalid fd.
+	unique_fd restored_kfd_buffer(uint64_t addr);
 	void remember_mappings(const GpuMap &map, std::span<const kfd_criu_bo_bucket> bos,
 			       std::span<const BoShare> shares);
 	int restore_render_node(RenderImage image, uint32_t id, bool *retry);
@@ -202,6 +214,8 @@ private:
 	std::vector<VmaUpdate> vmas_;
 	std::set<uint32_t> gem_filled_;	   // GPUs whose render_fd() got GEM objects of an image
 	std::vector<unique_fd> gem_files_; // the plugin's fds of other render-node files with objects
+	bool kfd_restored_ = false;
+	std::map<uint64_t, unique_fd> kfd_buffers_; // by address: dma-bufs of the restored KFD buffers
 };
 
 // RESUME_DEVICES_LATE, before resume_gpu_process(): waits for the GPU copy the task handed to the
