@@ -315,6 +315,11 @@ int FakeGpu::gem_export(int, uint32_t handle)
 	if (gem_unexportable.count(handle))
 		return -EPERM;
 	const int fd = eventfd(0, EFD_CLOEXEC);
+	if (gem_shared.count(handle)) {
+		keys_[fd] = BufferKey { 3, handle };
+		gpus_.erase(fd);
+		return fd;
+	}
 	if (const auto it = gem_kfd_bos.find(handle); it != gem_kfd_bos.end()) {
 		keys_[fd] = BufferKey { 1, it->second };
 		gpus_[fd] = bos_.at(it->second).gpu_id;

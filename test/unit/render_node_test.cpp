@@ -250,6 +250,28 @@ INSTANTIATE_TEST_SUITE_P(
 			     "handles, as this kernel cannot list them): a kernel before Linux 6.18 cannot tell "
 			     "where they are mapped" }));
 
+TEST_F(RenderNodeTest, AnObjectTwoFilesHoldIsRefusedRatherThanSplit)
+{
+	dumped.gem_shared = { 4 };
+	DumpSession session(options, ImageDir::files(images.fd()), topology_dir, dumped, dumped);
+	const int a = eventfd(0, EFD_CLOEXEC), b = eventfd(0, EFD_CLOEXEC);
+	session.dump_render_node(a, kRenderId, minor);
+	try {
+		session.dump_render_node(b, kRenderId + 1, minor);
+		ADD_FAILURE() << "the second file was saved: the buffer would come back twice";
+	} catch (const Error &e) {
+		EXPECT_EQ(e.err(), -EBUSY);
+		EXPECT_NE(std::string(e.what()).find(
+				  "GEM handle 4 of render-node file id 13 (renderD128) (3145728 bytes) "
+				  "is the same buffer as GEM handle 4 of render-node file id 12"),
+			  std::string::npos)
+			<< e.what();
+	}
+	EXPECT_FALSE(std::filesystem::exists(images.path() / render_image_name(kRenderId + 1)));
+	close(a);
+	close(b);
+}
+
 class RenderNodeRestoreTest : public RenderNodeTest {
 protected:
 	RenderNodeRestoreTest() { EXPECT_FALSE(dump()); }

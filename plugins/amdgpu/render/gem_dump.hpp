@@ -32,10 +32,12 @@
 
 namespace amdgpu {
 
-// The KFD buffer of the dump an object is: by its address in the process that holds it.
+// The KFD buffer of the dump an object is: by its address in the process that holds it, which
+// is the file's own process or another one of the dump (a buffer shared through IPC).
 struct KfdBufferRef {
 	pid_t pid = 0;
 	uint64_t addr = 0;
+	bool own_process = true;
 };
 
 struct GemObjectState {

@@ -53,7 +53,7 @@ RestoredGem restore_gem_objects(GpuDriver &driver, int fd, std::span<const GemEn
 		const gem::Object &o = e.object;
 		unique_fd kfd_dmabuf;
 		if (e.kfd_addr) {
-			kfd_dmabuf = kfd_buffer(*e.kfd_addr);
+			kfd_dmabuf = e.other_process ? unique_fd() : kfd_buffer(*e.kfd_addr);
 			if (!kfd_dmabuf) {
 				pr_info("%s: GEM handle %u was the KFD buffer at 0x%llx, which this restore does not "
 					"give "

@@ -11,6 +11,7 @@ namespace {
 // drm_bo_entry.memory
 constexpr uint32_t kMemoryInPages = 0;
 constexpr uint32_t kMemoryOfKfdBuffer = 1;
+constexpr uint32_t kMemoryOfOtherProcess = 2;
 
 // Bounds on what an image may describe before we allocate for it.
 constexpr size_t kMaxObjects = 1u << 20;
@@ -49,7 +50,7 @@ std::vector<uint8_t> pack_render_image(const RenderImageParts &parts)
 		e.offset = o.mmap_offset;
 		e.is_import = o.kfd || (o.object.flags & gem::kListImported) ? 1 : 0;
 		e.has_memory = true;
-		e.memory = o.kfd ? kMemoryOfKfdBuffer : kMemoryInPages;
+		e.memory = !o.kfd ? kMemoryInPages : o.kfd->own_process ? kMemoryOfKfdBuffer : kMemoryOfOtherProcess;
 		if (o.kfd) {
 			e.has_kfd_addr = true;
 			e.kfd_addr = o.kfd->addr;
@@ -115,9 +116,9 @@ std::vector<GemEntry> gem_entries(const CriuRenderNode &msg, const std::string &
 		if (!e.has_size || e.size == 0 || !whole_pages(e.size))
 			bad("has no size in whole pages");
 		const uint32_t memory = e.has_memory ? e.memory : kMemoryInPages;
-		if (memory != kMemoryInPages && memory != kMemoryOfKfdBuffer)
+		if (memory > kMemoryOfOtherProcess)
 			bad("keeps its memory in a place this plugin does not know");
-		if (memory == kMemoryOfKfdBuffer && !e.has_kfd_addr)
+		if (memory != kMemoryInPages && !e.has_kfd_addr)
 			bad("is a KFD buffer's memory, but names no KFD buffer");
 		if (e.n_vm_entries > kMaxMappings || (e.has_num_of_vms && e.num_of_vms != e.n_vm_entries))
 			bad("does not hold the number of mappings it announces");
@@ -126,8 +127,9 @@ std::vector<GemEntry> gem_entries(const CriuRenderNode &msg, const std::string &
 			     e.size,	    e.preferred_domains,
 			     e.alloc_flags, e.alignment };
 		g.mmap_offset = e.offset;
-		if (memory == kMemoryOfKfdBuffer)
+		if (memory != kMemoryInPages)
 			g.kfd_addr = e.kfd_addr;
+		g.other_process = memory == kMemoryOfOtherProcess;
 		for (size_t j = 0; j < e.n_vm_entries; j++) {
 			const DrmVmEntry &vm = *e.vm_entries[j];
 			if (!vm.size || !whole_pages(vm.addr) || !whole_pages(vm.size) || !whole_pages(vm.offset) ||

@@ -4,9 +4,9 @@
 // drm_bo_entry per GEM object in handle order, with the fields upstream's plugin writes (the
 // alignment in the kernel's pages, as LIST_HANDLES gives it; `addr` the VA of the last mapping,
 // `offset` the mmap offset) and two of ours: whether the memory is in the file's pages image or is
-// a KFD buffer's. For a process without KFD state it also names the process and describes the
-// GPU (topology_image.hpp), so that the restore can match it to a local GPU with another id, and
-// the file's contexts with their rings' fence sequences (render_contexts.hpp).
+// a KFD buffer's (of the file's process, or of another process of the dump), and which. For a process without KFD state
+// it also names the process and describes the GPU (topology_image.hpp), so that the restore can match it to a local GPU
+// with another id, and the file's contexts with their rings' fence sequences (render_contexts.hpp).
 #pragma once
 
 #include "criu-amdgpu.pb-c.h"
@@ -40,7 +40,8 @@ struct GemEntry {
 	gem::Object object;
 	std::vector<gem::Mapping> mappings;
 	uint64_t mmap_offset = 0;
-	std::optional<uint64_t> kfd_addr; // a KFD buffer of the process, saved with it
+	std::optional<uint64_t> kfd_addr; // a KFD buffer, saved with it
+	bool other_process = false;	  // of another process of the dump (then not given back here)
 };
 
 // The image's objects, checked: handles rising from 1 up to INT_MAX, sizes and mappings in whole

@@ -658,6 +658,7 @@ void DumpSession::dump_render_node(int fd, uint32_t id, unsigned int minor)
 	std::vector<GemObjectState> objects =
 		take_gem_objects(driver_, fd, file, minor, [&](int dmabuf) { return kfd_buffer_of(dmabuf, held()); });
 	const std::vector<ContextState> contexts = take_contexts(driver_, fd, file);
+	refuse_shared_gem_objects(objects, file.str(), minor);
 	const size_t own = static_cast<size_t>(std::count_if(objects.begin(), objects.end(), has_own_contents));
 	if (own && held())
 		refuse_render_before_kfd(held()->pid, file.str(), own);
@@ -707,11 +708,38 @@ std::optional<KfdBufferRef> DumpSession::kfd_buffer_of(int dmabuf, const std::op
 		if (h.held_fd())
 			continue;
 		if (held && h.pid == held->pid)
-			return KfdBufferRef { h.pid, h.addr };
-		if (!found)
-			found = KfdBufferRef { h.pid, h.addr };
+			return KfdBufferRef { h.pid, h.addr, true };
+		if (!found) // when the file's task is not known (criu always traces it), the first holder's
+			found = KfdBufferRef { h.pid, h.addr, !held };
 	}
 	return found;
+}
+
+// An object another render-node file of the dump holds too (a buffer passed between files or
+// processes through PRIME): each file's image would make a buffer of its own, and the two would
+// no longer see each other's writes.
+void DumpSession::refuse_shared_gem_objects(std::span<const GemObjectState> objects, const std::string &file,
+					    unsigned int minor)
+{
+	std::vector<std::pair<BufferKey, std::string>> mine;
+	for (const GemObjectState &o : objects) {
+		if (!has_own_contents(o))
+			continue;
+		const std::optional<BufferKey> key = driver_.dmabuf_key(o.dmabuf.get());
+		if (!key)
+			continue;
+		const std::string here =
+			strprintf("GEM handle %u of %s (renderD%u)", o.object.handle, file.c_str(), minor);
+		if (const auto it = gem_objects_seen_.find(*key); it != gem_objects_seen_.end())
+			fail(-EBUSY,
+			     "%s (%llu bytes) is the same buffer as %s: restored apart, they would no longer see each "
+			     "other's writes, and this plugin does not restore a GEM buffer shared between render-node "
+			     "files, so the dump is refused and the tasks run on",
+			     here.c_str(), static_cast<unsigned long long>(o.object.size), it->second.c_str());
+		mine.emplace_back(*key, here);
+	}
+	for (auto &[key, what] : mine)
+		gem_objects_seen_.emplace(key, std::move(what));
 }
 
 // criu before 4.1 hands the files one by one. A render-node file that comes before its process's

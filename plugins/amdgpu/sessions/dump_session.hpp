@@ -111,6 +111,8 @@ public:
 private:
 	std::optional<KfdBufferRef> kfd_buffer_of(int dmabuf, const std::optional<TaskFd> &held);
 	void refuse_render_before_kfd(pid_t pid, const std::string &file, size_t own);
+	void refuse_shared_gem_objects(std::span<const GemObjectState> objects, const std::string &file,
+				       unsigned int minor);
 	void save_gem_contents(uint32_t id, uint32_t pid, uint32_t gpu_id, uint32_t user_gpu,
 			       std::span<const GemObjectState> objects, const Digest &image_digest);
 	// What KFD CHECKPOINT gave for one process; the dma-buf fds it installed are owned here.
@@ -177,6 +179,7 @@ private:
 	std::map<uint32_t, uint32_t> user_gpu_ids_;
 	std::optional<ImageChain> chain_; // earlier checkpoints (image_chain.hpp)
 	SharedBufferCensus census_;
+	std::map<BufferKey, std::string> gem_objects_seen_; // the render-node files' own objects, named
 	bool census_closed_ = false;
 	bool warned_uncharged_ = false;
 	bool tree_seen_first_ = false; // checkpoint_task() came before the files (criu 4.1+)

@@ -10,12 +10,15 @@
 # minors, and the task restored there with every buffer under its handle at its GPU address
 # (verify asks the kernel), every byte back, and new copies completing on its context, whose
 # fences go on from where they were; then checkpointed and restored a second time, back on the
-# first ids.
+# first ids, incrementally: the second dump leaves the objects' memory to a dump with -R just before
+# it, and its restore reads it from there. The images of the first round with a bit flipped in the
+# render node's pages image are refused by amdgpu-topology --verify and by the restore, naming the
+# block, and leave no task.
 #
 # Before (bookworm guest, Linux 6.1) nothing tells where the objects are mapped: the dump fails,
 # naming the render-node file (pid and fd), the number of buffers, their bytes and handles (found
 # by probing), and the task runs on as it was.
-# timeout: 240
+# timeout: 300
 . test/vm/lib.sh
 . test/e2e/lib.sh
 e2e_begin
@@ -46,17 +49,51 @@ if ! uname -r | awk -F. '{ exit !($1 > 6 || ($1 == 6 && $2 >= 18)) }'; then
 	e2e_done
 fi
 
-# round <n> <gpu_ids> <minor base>: checkpoint the task with its copies in flight, reload the
-# emulator as another node, restore it there
+TOPOLOGY_TOOL=$VM_REPO/build/bin/amdgpu-topology
+
+# flip_bit <file> <offset>: inverts bit 2 of the byte at <offset>.
+flip_bit() {
+	local file=$1 at=$2 byte
+	byte=$(od -An -tu1 -j "$at" -N1 "$file" | tr -d ' ')
+	[ -n "$byte" ] || return 1
+	printf "$(printf '\\%03o' $((byte ^ 4)))" | dd of="$file" bs=1 seek="$at" conv=notrunc status=none
+}
+
+# damaged: the images of round 1 with one bit flipped in the middle of the render node's pages
+# image are refused by amdgpu-topology --verify and by the restore, naming the block, and leave
+# no task (call after the emulator is reloaded)
+damaged() {
+	local dir=/tmp/img-45-damaged pages
+	rm -rf "$dir" && cp -a "$img" "$dir"
+	pages=$(cd "$dir" && ls amdgpu-pages-*.img | head -n 1)
+	flip_bit "$dir/$pages" $(($(stat -c %s "$dir/$pages") / 2)) || log "cannot flip a bit in $pages"
+	"$TOPOLOGY_TOOL" --verify "$dir" >"$RESULTS_DIR/verify-damaged.out" 2>&1
+	tap_check "render: amdgpu-topology --verify names the damaged block of $pages" \
+		grep -Eq "^amdgpu-renderD-[0-9]+\.img: DAMAGED: image ${pages//./\\.} is damaged: GPU 0x[0-9a-f]+, the BO at 0x" \
+		"$RESULTS_DIR/verify-damaged.out"
+	tap_restore_fails "render: a bit flipped in $pages: criu restore fails" "$dir"
+	tap_log_has "render: a bit flipped in $pages: the plugin names the damage" "$CRIU_LAST_LOG" \
+		"amdgpu_plugin: .*image ${pages//./\\.} is damaged: GPU 0x[0-9a-f]+, the BO at 0x[0-9a-f]+, bytes 0x[0-9a-f]+\\.\\.0x[0-9a-f]+"
+	tap_no_task "render: a bit flipped in $pages: no task is left" "$pid" "$state"
+}
+
+# round <n> <gpu_ids> <minor base> [criu args]: checkpoint the task with its copies in flight,
+# reload the emulator as another node, restore it there
 round() {
 	local n=$1 ids=$2 base=$3
-	tap_dump_gone "render $n: criu dump with SDMA copies in flight" "$pid" "$state" "$img" || return 1
+	shift 3
+	tap_dump_gone "render $n: criu dump with SDMA copies in flight${*:+ ($*)}" "$pid" "$state" "$img" "$@" || return 1
 	tap_log_has "render $n: the render-node file is saved with its objects and context" "$CRIU_LAST_LOG" \
 		"amdgpu_plugin: saved amdgpu-renderD-[0-9]+.img: renderD[0-9]+ of GPU 0x[0-9a-f]+, 6 GEM objects \\(6 with their memory here, 12587008 bytes\\), 1 contexts"
+	if [ $# -gt 0 ]; then
+		tap_log_has "render $n: the dump is incremental, the objects' memory left to the earlier one" \
+			"$CRIU_LAST_LOG" "amdgpu_plugin: pid [0-9]+: saved GPU 0x[0-9a-f]+: 12.0 MiB .*, 12.0 MiB unchanged, left to earlier checkpoints"
+	fi
 	if ! emu_reload preset=2xmi210 gpu_ids="$ids" render_minor_base="$base"; then
 		tap_not_ok "render $n: reload the emulator with gpu_ids $ids, render minors from $base"
 		return 1
 	fi
+	[ "$n" != 1 ] || damaged
 	tap_restore "render $n: criu restore onto gpu_ids $ids, render minors from $base" "$img" || return 1
 	tap_log_has "render $n: the plugin matched the process's GPU without KFD state" "$CRIU_LAST_LOG" \
 		"GPU map \\(render-node images -> local\\) 0x[0-9a-f]+->(${ids/,/|})"
@@ -64,6 +101,10 @@ round() {
 		"6 GEM objects back under their handles \\(1 gaps filled for the moment, 0 KFD buffers imported, 0 KFD buffers' handles left free\\), 1 contexts under their ids \\(0 gaps filled, [1-9][0-9]* empty submissions"
 	tap_log_has "render $n: its memory matches the dump's checksums" "$CRIU_LAST_LOG" \
 		"and [0-9]+ blocks of GPU memory match their checksums"
+	if [ $# -gt 0 ]; then
+		tap_log_has "render $n: the restore read the objects' memory from the earlier checkpoint" \
+			"$CRIU_LAST_LOG" "amdgpu_plugin: pid [0-9]+: restored GPU 0x[0-9a-f]+: .* MiB read from earlier checkpoints"
+	fi
 	if grep -q "renderD$base" "/proc/$pid/maps" 2>/dev/null && ! grep -q "renderD$minor\$" "/proc/$pid/maps"; then
 		tap_ok "render $n: its buffers are mapped through the new render node"
 	else
@@ -80,6 +121,9 @@ round() {
 	minor=$base
 }
 
-round 1 0x1234,0x4321 140 && round 2 0x1002,0x2001 128
+# round 2 is incremental: a dump with -R first, whose images the second one's point to
+round 1 0x1234,0x4321 140 &&
+	tap_dump "render 2: criu dump -R (the parent of the next)" "$pid" "$img-pre" -R --track-mem &&
+	round 2 0x1002,0x2001 128 --track-mem --prev-images-dir ../img-45-pre
 wl_kill "$pid"
 e2e_done

@@ -148,6 +148,7 @@ public:
 	// every checkpoint), and those that cannot be exported (userptr, VM_ALWAYS_VALID).
 	std::map<uint32_t, size_t> gem_kfd_bos;
 	std::set<uint32_t> gem_unexportable;
+	std::set<uint32_t> gem_shared; // handles whose dma-buf is one buffer in every file
 	int gem_export(int fd, uint32_t handle) override;
 	// What a dump reads of the objects, by handle: their mappings, and which stay busy.
 	std::map<uint32_t, std::vector<gem::Mapping>> gem_mappings_of;
