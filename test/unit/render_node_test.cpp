@@ -30,6 +30,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <set>
 #include <string>
@@ -270,6 +271,39 @@ TEST_F(RenderNodeTest, AnObjectTwoFilesHoldIsRefusedRatherThanSplit)
 	EXPECT_FALSE(std::filesystem::exists(images.path() / render_image_name(kRenderId + 1)));
 	close(a);
 	close(b);
+}
+
+TEST_F(RenderNodeTest, BesideCriuTheMemoryIsCopiedAfterTheHookAndAFailedCopyLeavesNoImage)
+{
+	const int fd = eventfd(0, EFD_CLOEXEC);
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, dumped, dumped);
+		session.plan_copies(true, "4.3");
+		std::promise<void> go;
+		std::shared_future<void> gate = go.get_future().share();
+		dumped.while_copying = [gate] { gate.wait(); };
+		session.dump_render_node(fd, kRenderId, minor); // returns while the copy waits at the gate
+		EXPECT_FALSE(std::filesystem::exists(images.path() / sums_image_name(kRenderId)))
+			<< "the memory was copied before criu went on";
+		go.set_value();
+		session.join_copies();
+		EXPECT_TRUE(std::filesystem::exists(images.path() / sums_image_name(kRenderId)));
+		session.finish();
+	}
+	for (const auto &entry : std::filesystem::directory_iterator(images.path()))
+		std::filesystem::remove(entry.path());
+	dumped.while_copying = nullptr;
+	dumped.fail(Op::copy, -EIO, FakeGpu::kEveryCall);
+	{
+		DumpSession session(options, ImageDir::files(images.fd()), topology_dir, dumped, dumped);
+		session.plan_copies(true, "4.3");
+		session.dump_render_node(fd, kRenderId, minor);
+		EXPECT_THROW(session.join_copies(), Error);
+		session.finish();
+	}
+	for (const auto &entry : std::filesystem::directory_iterator(images.path()))
+		ADD_FAILURE() << "a failed copy left " << entry.path();
+	close(fd);
 }
 
 class RenderNodeRestoreTest : public RenderNodeTest {

@@ -179,7 +179,7 @@ void DumpSession::dump_kfd(int task_fd, uint32_t id)
 		ImageSums sums;
 		sums.kfd = write_kfd_image(id, *cp, actual_to_user, shares);
 		std::vector<GpuCopyJob> jobs = copy_jobs(*cp, shares);
-		copy_contents(id, cp, std::move(jobs), std::move(sums));
+		copy_contents(id, cp->info.pid, image_gpus(*cp), cp, std::move(jobs), std::move(sums));
 	} catch (...) {
 		remove_images(id, image_gpus(*cp));
 		throw;
@@ -540,35 +540,34 @@ std::vector<PagesSums> DumpSession::save_contents(uint32_t id, uint32_t pid, std
 	return sums;
 }
 
-void DumpSession::copy_contents(uint32_t id, std::shared_ptr<Checkpoint> cp, std::vector<GpuCopyJob> jobs,
-				ImageSums sums)
+void DumpSession::copy_contents(uint32_t id, uint32_t pid, std::vector<uint32_t> gpus, std::shared_ptr<const void> keep,
+				std::vector<GpuCopyJob> jobs, ImageSums sums)
 {
 	if (!copy_beside_criu()) {
 		const auto start = std::chrono::steady_clock::now();
-		sums.pages = save_contents(id, cp->info.pid, jobs);
+		sums.pages = save_contents(id, pid, jobs);
 		write_image_sums(image_dir_, id, sums);
 		series_copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 		return;
 	}
 	// Everything the copy reads is fixed before it starts: the jobs (their render fds stay open
-	// in render_fds_), the chain, the checkpoint's dma-buf fds (cp).
-	std::vector<uint32_t> gpus = image_gpus(*cp);
+	// in render_fds_), the chain, and what `keep` holds (the dma-bufs the jobs read through).
 	if (!worker_)
 		worker_.emplace();
-	worker_->post(
-		[this, id, cp = std::move(cp), jobs = std::move(jobs), sums = std::move(sums)](bool skip) mutable {
-			try {
-				if (skip) { // an earlier copy failed: the dump fails, and this one is not worth doing
-					remove_images(id, image_gpus(*cp));
-					return;
-				}
-				sums.pages = save_contents(id, cp->info.pid, jobs);
-				write_image_sums(image_dir_, id, sums);
-			} catch (...) {
-				remove_images(id, image_gpus(*cp));
-				throw;
+	worker_->post([this, id, pid, gpus, keep = std::move(keep), jobs = std::move(jobs),
+		       sums = std::move(sums)](bool skip) mutable {
+		try {
+			if (skip) { // an earlier copy failed: the dump fails, and this one is not worth doing
+				remove_images(id, gpus);
+				return;
 			}
-		});
+			sums.pages = save_contents(id, pid, jobs);
+			write_image_sums(image_dir_, id, sums);
+		} catch (...) {
+			remove_images(id, gpus);
+			throw;
+		}
+	});
 	unjoined_.emplace_back(id, std::move(gpus));
 }
 
@@ -616,10 +615,12 @@ const ImageChain &DumpSession::chain()
 	return *chain_;
 }
 
-// A failed dump leaves no image of this file for a restore to trust.
+// A failed dump leaves no image of this file (a kfd file's or a render node's) for a restore to
+// trust.
 void DumpSession::remove_images(uint32_t id, std::span<const uint32_t> gpus)
 {
 	image_dir_.remove(kfd_image_name(id));
+	image_dir_.remove(render_image_name(id));
 	for (const uint32_t gpu : gpus)
 		image_dir_.remove(pages_image_name(id, gpu));
 	image_dir_.remove(sums_image_name(id));
@@ -683,7 +684,6 @@ void DumpSession::dump_render_node(int fd, uint32_t id, unsigned int minor)
 			save_gem_contents(id, held() ? static_cast<uint32_t>(held()->pid) : 0, gpu->gpu_id, user_gpu,
 					  objects, digest_of(payload));
 	} catch (...) {
-		image_dir_.remove(render_image_name(id));
 		remove_images(id, std::vector<uint32_t> { user_gpu });
 		throw;
 	}
@@ -692,9 +692,10 @@ void DumpSession::dump_render_node(int fd, uint32_t id, unsigned int minor)
 		bytes += has_own_contents(o) ? o.object.size : 0;
 	const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 	pr_info("saved %s: renderD%u of GPU 0x%04x, %zu GEM objects (%zu with their memory here, %llu bytes), %zu "
-		"contexts, in %.1f ms",
+		"contexts, in %.1f ms%s",
 		render_image_name(id).c_str(), minor, user_gpu, objects.size(), own,
-		static_cast<unsigned long long>(bytes), contexts.size(), ms);
+		static_cast<unsigned long long>(bytes), contexts.size(), ms,
+		own && copy_beside_criu() ? "; their memory is being copied beside criu's dump" : "");
 }
 
 // The KFD buffer of the dump a GEM object is: preferably one of the process that holds the file.
@@ -764,24 +765,29 @@ void DumpSession::refuse_render_before_kfd(pid_t pid, const std::string &file, s
 }
 
 void DumpSession::save_gem_contents(uint32_t id, uint32_t pid, uint32_t gpu_id, uint32_t user_gpu,
-				    std::span<const GemObjectState> objects, const Digest &image_digest)
+				    std::span<GemObjectState> objects, const Digest &image_digest)
 {
+	// the dma-bufs the copy reads through, held until it is done (beside criu: after this hook)
+	auto dmabufs = std::make_shared<std::vector<unique_fd>>();
 	std::vector<kfd_criu_bo_bucket> buckets;
-	for (const GemObjectState &o : objects)
-		if (has_own_contents(o))
+	for (GemObjectState &o : objects)
+		if (has_own_contents(o)) {
 			buckets.push_back(gem_bucket(user_gpu, o.object, o.mappings, o.dmabuf.get()));
-	const auto start = std::chrono::steady_clock::now();
+			dmabufs->push_back(std::move(o.dmabuf));
+		}
 	ImageSums sums;
 	sums.kfd = image_digest; // the image itself is checked too, when it holds contexts alone
-	if (!buckets.empty()) {
-		GpuCopyJob job = copy_job(local_topology(), user_gpu, gpu_id, buckets);
-		job.render_fd = render_fd(gpu_id);
-		if (!chain().empty())
-			job.chain = &chain();
-		sums.pages = save_contents(id, pid, std::span<const GpuCopyJob>(&job, 1));
+	if (buckets.empty()) {
+		write_image_sums(image_dir_, id, sums);
+		return;
 	}
-	write_image_sums(image_dir_, id, sums);
-	series_copy_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+	GpuCopyJob job = copy_job(local_topology(), user_gpu, gpu_id, buckets);
+	job.render_fd = render_fd(gpu_id);
+	if (!chain().empty())
+		job.chain = &chain();
+	std::vector<GpuCopyJob> jobs;
+	jobs.push_back(std::move(job));
+	copy_contents(id, pid, { user_gpu }, std::move(dmabufs), std::move(jobs), std::move(sums));
 }
 
 void DumpSession::finish()

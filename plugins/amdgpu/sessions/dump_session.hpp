@@ -23,7 +23,8 @@
 // the images of its process and fails join_copies(); a dump that fails before the join waits
 // for the copies in finish(), removes their images, and only then resumes the queues. Render-node files become
 // amdgpu-renderD-<id>.img naming their GPU and their GEM objects (render/gem_dump.hpp), whose
-// memory goes to amdgpu-pages-<id>-<gpu>.img and amdgpu-sums-<id>.img as a kfd file's does.
+// memory goes to amdgpu-pages-<id>-<gpu>.img and amdgpu-sums-<id>.img as a kfd file's does, beside
+// criu or in series by the same rule (the task is frozen, and its objects idle, until criu is done).
 //
 // GPU memory shared between processes (shared_buffers.hpp). criu 4.1 and newer let the session
 // look at every task of the tree before anything is written (CHECKPOINT_DEVICES, after criu froze
@@ -114,7 +115,7 @@ private:
 	void refuse_shared_gem_objects(std::span<const GemObjectState> objects, const std::string &file,
 				       unsigned int minor);
 	void save_gem_contents(uint32_t id, uint32_t pid, uint32_t gpu_id, uint32_t user_gpu,
-			       std::span<const GemObjectState> objects, const Digest &image_digest);
+			       std::span<GemObjectState> objects, const Digest &image_digest);
 	// What KFD CHECKPOINT gave for one process; the dma-buf fds it installed are owned here.
 	struct Checkpoint {
 		kfd::ProcessInfo info;
@@ -158,7 +159,9 @@ private:
 	std::vector<GpuCopyJob> copy_jobs(const Checkpoint &cp, std::span<const BoShare> shares);
 	std::vector<PagesSums> save_contents(uint32_t id, uint32_t pid, std::span<const GpuCopyJob> jobs);
 	// Writes the pages and the sums: here, or beside criu. `cp` goes when the copy is done.
-	void copy_contents(uint32_t id, std::shared_ptr<Checkpoint> cp, std::vector<GpuCopyJob> jobs, ImageSums sums);
+	// `keep` holds what the jobs read through (a checkpoint's dma-bufs) until the copy is done.
+	void copy_contents(uint32_t id, uint32_t pid, std::vector<uint32_t> gpus, std::shared_ptr<const void> keep,
+			   std::vector<GpuCopyJob> jobs, ImageSums sums);
 	bool copy_beside_criu() const { return !in_series_because_; }
 	const ImageChain &chain();
 	void remove_images(uint32_t id, std::span<const uint32_t> image_gpus);
