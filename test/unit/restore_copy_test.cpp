@@ -189,6 +189,83 @@ TEST_F(RestoreCopyTest, ImagesWithoutSumsRestoreUnverifiedSayingSoAtTheJoin)
 		<< all_lines(outcome->log);
 }
 
+// A process with a kfd file and a render-node file with GEM objects hands the guard both copies;
+// the join has one outcome for it, and a damaged render-node pages image fails it although the
+// kfd file's copy succeeded.
+class RestoreCopyOfARenderNode : public RestoreCopyTest {
+protected:
+	static constexpr uint32_t kRenderId = 12;
+	RestoreCopyOfARenderNode()
+	{
+		FakeGpu dumped(topology);
+		dumped.pid = static_cast<uint32_t>(getpid());
+		dumped.gem_objects = { { 1, 0, 1 << 20, 4, 0, 1 }, { 3, 0, 1 << 20, 2, 0, 1 } };
+		DumpSession dump(options, ImageDir::files(images.fd()), topology_dir, dumped, dumped);
+		const int render_fd = eventfd(0, EFD_CLOEXEC);
+		dump.dump_render_node(render_fd, kRenderId, topology.gpus().front()->props.drm_render_minor);
+		close(render_fd);
+	}
+	std::optional<CopyOutcome> restore_both()
+	{
+		start_guard();
+		{
+			RestoreSession session(options, ImageDir::files(images.fd()), &*guard, topology_dir, gpu, gpu);
+			close(session.restore_file(kFileId, nullptr));
+			close(session.restore_file(kRenderId, nullptr));
+		}
+		EXPECT_EQ(gpu.count(Op::copy), 0) << "the task copied itself";
+		std::optional<CopyOutcome> outcome = guard->join_copy(getpid());
+		EXPECT_FALSE(guard->join_copy(getpid())) << "one outcome per task";
+		return outcome;
+	}
+	std::filesystem::path render_pages() const
+	{
+		return images.path() / pages_image_name(kRenderId, topology.gpus().front()->gpu_id);
+	}
+};
+
+TEST_F(RestoreCopyOfARenderNode, BothCopiesGoToTheGuardWithOneOutcome)
+{
+	const std::optional<CopyOutcome> outcome = restore_both();
+	ASSERT_TRUE(outcome);
+	EXPECT_EQ(outcome->err, 0) << outcome->error;
+	EXPECT_TRUE(has_line(outcome->log, LogLevel::info,
+			     strprintf("restored GPU 0x%04x: 2.0 MiB", topology.gpus().front()->gpu_id)))
+		<< all_lines(outcome->log);
+	EXPECT_TRUE(has_line(outcome->log, LogLevel::info, "amdgpu-kfd-11.img and 4 blocks"))
+		<< all_lines(outcome->log);
+}
+
+TEST_F(RestoreCopyOfARenderNode, ADamagedRenderNodePageFailsTheJoin)
+{
+	{
+		std::fstream f(render_pages(), std::ios::in | std::ios::out | std::ios::binary);
+		f.seekp((1 << 20) + 100);
+		f.put('\x5a');
+	}
+	const std::optional<CopyOutcome> outcome = restore_both();
+	ASSERT_TRUE(outcome);
+	EXPECT_EQ(outcome->err, -EBADMSG);
+	EXPECT_NE(outcome->error.find("image " + render_pages().filename().string() + " is damaged"), std::string::npos)
+		<< outcome->error;
+}
+
+TEST_F(RestoreCopyOfARenderNode, TheRenderNodesGoodCopyDoesNotHideTheKfdFilesFailure)
+{
+	{
+		std::fstream f(images.path() / pages_image(), std::ios::in | std::ios::out | std::ios::binary);
+		f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(images.path() / pages_image()) / 2));
+		f.put('\x5a');
+	}
+	const std::optional<CopyOutcome> outcome = restore_both();
+	ASSERT_TRUE(outcome);
+	EXPECT_EQ(outcome->err, -EBADMSG);
+	EXPECT_NE(outcome->error.find("image " + pages_image() + " is damaged"), std::string::npos) << outcome->error;
+	EXPECT_TRUE(has_line(outcome->log, LogLevel::info,
+			     strprintf("restored GPU 0x%04x: 2.0 MiB", topology.gpus().front()->gpu_id)))
+		<< "the render node's copy is in the log too: " << all_lines(outcome->log);
+}
+
 TEST_F(RestoreCopyTest, WithoutARequestTheJoinAnswersAtOnce)
 {
 	start_guard();
@@ -211,7 +288,7 @@ TEST_F(RestoreCopyTest, AGuardThatIsGoneFailsTheJoinAndTheTaskIsKilled)
 	start_guard();
 	ASSERT_NO_FATAL_FAILURE(restored());
 	ASSERT_EQ(kill(guard->pid(), SIGKILL), 0);
-	usleep(100 * 1000); // its socket closed before the join asks: the ask itself finds it gone
+	usleep(100 * 1000);	   // its socket closed before the join asks: the ask itself finds it gone
 	const pid_t task = fork(); // stands in for the restored task: the join must not let it run
 	if (task == 0) {
 		for (;;)

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "copy/restore_contents.hpp"
 
+#include "render/gem_contents.hpp"
+#include "render/render_image.hpp"
+
 #include "driver/device_files.hpp"
 #include "support/error.hpp"
 #include "images/image_chain.hpp"
@@ -117,9 +120,55 @@ unique_fd open_render_node_here(const Topology &local, GpuDriver &driver, uint32
 
 } // namespace
 
+namespace {
+
+// The objects of a render-node image whose memory its pages image holds, into the handed dma-bufs.
+std::vector<LogLine> restore_handed_render_node(const ImageDir &dir, const HandedContents &handed,
+						const CopyResources &resources)
+{
+	const std::string image = render_image_name(handed.kfd_id);
+	ImageReader reader(dir, image, kMaxMetadataImageSize);
+	const std::vector<uint8_t> payload = read_payload(reader);
+	const std::optional<ImageSums> sums = read_checked_sums(dir, handed.kfd_id, payload, image);
+	const CriuRenderNodePtr msg = unpack_criu_render_node(payload, image);
+	std::vector<kfd_criu_bo_bucket> bos;
+	size_t next = 0;
+	for (const GemEntry &e : gem_entries(*msg, image)) {
+		if (e.kfd_addr)
+			continue;
+		if (next >= handed.dmabufs.size())
+			break;
+		bos.push_back(gem_bucket(msg->gpu_id, e.object, e.mappings, handed.dmabufs[next++].get()));
+	}
+	if (bos.size() != handed.dmabufs.size() || next != bos.size())
+		fail(-EINVAL, "the restore guard was handed %zu GEM objects of %s, which names %zu with contents",
+		     handed.dmabufs.size(), image.c_str(), bos.size());
+	const Topology local = parse_topology(resources.topology_dir);
+	GpuDriver &driver = resources.driver ? *resources.driver : system_gpu_driver();
+	const ContentsCopy copy = {
+		local,
+		dir,
+		handed.kfd_id,
+		msg->has_pid ? msg->pid : 0,
+		handed.gpu_ids,
+		bos,
+		{},
+		[&](uint32_t gpu) { return open_render_node_here(local, driver, gpu); },
+		resources.copier ? *resources.copier : sdma_copier(),
+		handed.max_buffer_size,
+	};
+	return restore_contents_of(copy, sums);
+}
+
+} // namespace
+
 std::vector<LogLine> restore_handed_contents(const ImageDir &dir, const HandedContents &handed,
 					     const CopyResources &resources)
 {
+	// file ids are criu's, one per file: a render-node file's id names no kfd image
+	if (!ImageReader::open_if_exists(dir, kfd_image_name(handed.kfd_id), kMaxMetadataImageSize) &&
+	    ImageReader::open_if_exists(dir, render_image_name(handed.kfd_id), kMaxMetadataImageSize))
+		return restore_handed_render_node(dir, handed, resources);
 	const std::string image = kfd_image_name(handed.kfd_id);
 	ImageReader reader(dir, image, kMaxMetadataImageSize);
 	const std::vector<uint8_t> payload = read_payload(reader);

@@ -97,8 +97,9 @@ struct CopyResources {
 };
 
 // In the restore guard: reads kfd image `handed.kfd_id` and its sums from `dir`, checks them as
-// the task did, and restore_contents_of() it into the handed dma-bufs; render nodes are opened
-// in the guard's own mount namespace. The lines for criu's log, or Error.
+// the task did, and restore_contents_of() it into the handed dma-bufs (or, where the id is a
+// render-node file's, that image and the dma-bufs of its objects with contents, in image order);
+// render nodes are opened in the guard's own mount namespace. The lines for criu's log, or Error.
 std::vector<LogLine> restore_handed_contents(const ImageDir &dir, const HandedContents &handed,
 					     const CopyResources &resources);
 

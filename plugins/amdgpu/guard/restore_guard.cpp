@@ -239,7 +239,8 @@ void end_half_restored(const guard::Journal &journal, Enlisted &t)
 	const std::vector<unique_fd> forked = guard::descendants(t.pid);
 	int killed = 0;
 	for (const unique_fd &child : forked)
-		if (guard::pidfd_send_signal(child.get(), SIGKILL) == 0 && guard::pidfd_wait_exit(child.get(), kKillWaitMs))
+		if (guard::pidfd_send_signal(child.get(), SIGKILL) == 0 &&
+		    guard::pidfd_wait_exit(child.get(), kKillWaitMs))
 			killed++;
 	const std::string also = killed ? " and " + std::to_string(killed) + " process(es) it had forked" : "";
 	if (const int ret = guard::pidfd_send_signal(t.pidfd.get(), SIGKILL)) {
@@ -249,7 +250,8 @@ void end_half_restored(const guard::Journal &journal, Enlisted &t)
 		return;
 	}
 	if (guard::pidfd_wait_exit(t.pidfd.get(), kKillWaitMs))
-		journal.line("criu died while it restored pid %d: killed the half-restored task%s", t.pid, also.c_str());
+		journal.line("criu died while it restored pid %d: killed the half-restored task%s", t.pid,
+			     also.c_str());
 	else
 		journal.line("criu died while it restored pid %d: sent it SIGKILL, and it is still there after %d ms",
 			     t.pid, kKillWaitMs);
@@ -515,6 +517,24 @@ void RestoreGuard::hand_copy(int image_dir, uint32_t kfd_id, const std::map<uint
 		     socket_name_.c_str(), kfd_image_name(kfd_id).c_str(), fds.size(), kHandOverMs);
 }
 
+namespace {
+
+// Two copies of one task as one: the first failure stands, every line is kept.
+void merge_outcome(CopyOutcome &into, CopyOutcome &&more)
+{
+	if (!into.err && more.err) {
+		into.err = more.err;
+		into.error = std::move(more.error);
+	}
+	into.log.insert(into.log.end(), std::make_move_iterator(more.log.begin()),
+			std::make_move_iterator(more.log.end()));
+	into.overlap.copy_seconds += more.overlap.copy_seconds;
+	into.overlap.beside_seconds = std::max(into.overlap.beside_seconds, more.overlap.beside_seconds);
+	into.overlap.waited_seconds = std::max(into.overlap.waited_seconds, more.overlap.waited_seconds);
+}
+
+} // namespace
+
 void RestoreGuard::join_all()
 {
 	joined_ = true;
@@ -541,7 +561,10 @@ void RestoreGuard::join_all()
 				ret = -EBADMSG;
 				break;
 			}
-			outcomes_[pid] = std::move(outcome);
+			// a task may hand several copies (its kfd file's, its render nodes'): one outcome
+			const auto [it, first] = outcomes_.try_emplace(pid, std::move(outcome));
+			if (!first)
+				merge_outcome(it->second, std::move(outcome));
 			ret = 0;
 		} catch (const Error &e) {
 			ret = e.err();

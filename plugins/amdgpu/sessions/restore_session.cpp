@@ -676,6 +676,7 @@ void RestoreSession::restore_gem(const RenderImage &image, uint32_t id, uint32_t
 	const auto start = std::chrono::steady_clock::now();
 	const std::string name = render_image_name(id);
 	const uint32_t pid = static_cast<uint32_t>(getpid());
+	enlist(); // before the task holds anything on the GPU, the guard knows it
 	// from files the sums come first, so that a damaged image is refused before anything trusts it
 	std::optional<ImageSums> sums;
 	if (!image_dir_.streamed())
@@ -705,8 +706,18 @@ void RestoreSession::restore_gem(const RenderImage &image, uint32_t id, uint32_t
 		options_.max_buffer_size,
 	};
 	std::vector<LogLine> lines;
+	const char *in_series = copy_in_series_because();
 	if (buckets.empty()) {
 		// nothing of its own to fill (from files, the sums were checked above)
+	} else if (!in_series) {
+		// the guard copies and checks it beside criu's restore of the task's memory, as a kfd file's
+		std::vector<int> dmabufs;
+		for (const unique_fd &d : restored.dmabufs)
+			dmabufs.push_back(d.get());
+		guard_->hand_copy(image_dir_.dirfd(), id, gpu_ids, dmabufs, options_.max_buffer_size);
+		pr_info("pid %u: the restore guard copies the memory of %s (%zu GEM objects) beside criu's restore of "
+			"the task's memory",
+			pid, name.c_str(), dmabufs.size());
 	} else if (image_dir_.streamed()) {
 		const std::vector<GpuContents> contents = copy_contents(copy, sums, lines);
 		sums = read_checked_sums(image_dir_, id, image.payload, name);

@@ -43,7 +43,8 @@
 // A render-node image with GEM objects or contexts (render/gem_restore.hpp, render_contexts.hpp)
 // has them made again in the file the task gets: the GPU's first such file is render_fd() (KFD's VM
 // is in it, as it was in the runtime's render node), each further one a file of its own. Their
-// memory is copied in series here and checked against the image's sums. A handle of a KFD buffer
+// memory is copied and checked as a kfd file's: by the restore guard beside criu, or here in
+// series, by the same rule; a task that hands the guard several copies gets one outcome. A handle of a KFD buffer
 // is an import of the restored buffer, whose dma-buf restore_kfd() keeps until the task's files
 // are all in place; a render file that comes first asks criu 4.3 to come back. A process without
 // KFD state is matched to local GPUs from its render-node images.
