@@ -20,7 +20,9 @@
  * The contract (verify, heartbeat, the state file) is the other workloads'
  * (test/e2e/README.md); rewrite and fault are not served. Verify also asks the
  * kernel whether each handle still names its buffer and (Linux 6.18 and
- * newer) where the file's GPU VM maps it.
+ * newer) where the file's GPU VM maps it. --always-valid adds a 1 MiB GTT buffer
+ * created VM_ALWAYS_VALID (handle 8), which lives in the file's VM alone: the
+ * kernel lends it to no other file, and verify checks its pattern too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +75,7 @@ struct ctx {
 	amdgpu_device_handle dev;
 	amdgpu_context_handle cs;
 	struct buf bufs[N_BUFS], ib;
+	struct buf local; /* --always-valid: in the file's VM alone */
 	uint64_t seed;
 	pthread_t copier;
 	bool copier_running;
@@ -82,13 +85,13 @@ struct ctx {
 	volatile uint64_t beat;	    /* copies, for wl_check_heartbeats */
 };
 
-static int buf_create(struct ctx *c, struct buf *b, uint64_t size, uint32_t domain)
+static int buf_create_flags(struct ctx *c, struct buf *b, uint64_t size, uint32_t domain, uint64_t flags)
 {
 	struct amdgpu_bo_alloc_request req = {
 		.alloc_size = size,
 		.phys_alignment = 0x1000,
 		.preferred_heap = domain,
-		.flags = AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
+		.flags = AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED | flags,
 	};
 	int r;
 
@@ -107,6 +110,11 @@ static int buf_create(struct ctx *c, struct buf *b, uint64_t size, uint32_t doma
 	if (!r)
 		r = amdgpu_bo_va_op(b->bo, 0, size, b->va, 0, AMDGPU_VA_OP_MAP);
 	return r;
+}
+
+static int buf_create(struct ctx *c, struct buf *b, uint64_t size, uint32_t domain)
+{
+	return buf_create_flags(c, b, size, domain, 0);
 }
 
 static void buf_destroy(struct buf *b)
@@ -202,6 +210,8 @@ static void state_fill(FILE *f, void *arg)
 	for (unsigned int i = 0; i < N_BUFS; i++)
 		fprintf(f, "gem handle %u va 0x%" PRIx64 " size 0x%" PRIx64 " domain %s\n", c->bufs[i].handle,
 			c->bufs[i].va, c->bufs[i].size, c->bufs[i].domain == AMDGPU_GEM_DOMAIN_VRAM ? "vram" : "gtt");
+	if (c->local.bo)
+		fprintf(f, "gem always-valid handle %u va 0x%" PRIx64 "\n", c->local.handle, c->local.va);
 	wl_host_state(f);
 }
 
@@ -250,6 +260,11 @@ static int setup(struct ctx *c)
 	}
 	r = buf_create(c, &c->ib, 4096, AMDGPU_GEM_DOMAIN_GTT);
 	buf_destroy(&gap);
+	if (!r && c->o.always_valid) {
+		r = buf_create_flags(c, &c->local, 1 * MIB, AMDGPU_GEM_DOMAIN_GTT, AMDGPU_GEM_CREATE_VM_ALWAYS_VALID);
+		if (!r)
+			wl_fill(c->local.cpu, c->local.size, c->seed, 9);
+	}
 	if (!r)
 		r = amdgpu_cs_ctx_create(c->dev, &c->cs);
 	if (r) {
@@ -329,6 +344,8 @@ static void verify(void *arg, struct wl_report *r)
 		/* the mirror's first 2 MiB are the first buffer's, copied there again and again */
 		wl_check_pattern(r, what, b->cpu, b->size, c->seed, i == MIRROR ? 0 : i);
 	}
+	if (c->local.bo)
+		wl_check_pattern(r, "the VM_ALWAYS_VALID buffer", c->local.cpu, c->local.size, c->seed, 9);
 }
 
 static void heartbeat(void *arg, struct wl_report *r)
@@ -352,6 +369,7 @@ static void teardown(void *arg)
 	if (c->cs)
 		amdgpu_cs_ctx_free(c->cs);
 	buf_destroy(&c->ib);
+	buf_destroy(&c->local);
 	for (unsigned int i = 0; i < N_BUFS; i++)
 		buf_destroy(&c->bufs[i]);
 	if (c->dev)

@@ -40,6 +40,7 @@ struct wl_opts {
 	const char *state;	    /* state file; results go to <state>.verify/.heartbeat/.rewrite */
 	bool render_first;	    /* open the render nodes before /dev/kfd (kfd_workload) */
 	bool gem;		    /* GEM handles beside the KFD buffers (rocr_workload) */
+	bool always_valid;	    /* a VM_ALWAYS_VALID GEM buffer too (render_workload) */
 };
 
 /* parse the common options; exits with WL_EXIT_USAGE on a bad command line */

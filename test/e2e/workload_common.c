@@ -53,7 +53,8 @@ static void usage(FILE *to)
 {
 	fprintf(to,
 		"usage: %s --state FILE [--gpus N] [--vram-mb M[,M...]] [--bo-mb B] [--hb-timeout-ms T]\n"
-		"          [--render-first] [--gem] [--zeros PCT[,RUN_KIB]] [--rewrite-pct P] [--host-mb H]\n"
+		"          [--render-first] [--gem] [--always-valid] [--zeros PCT[,RUN_KIB]] [--rewrite-pct P]\n"
+		"          [--host-mb H]\n"
 		"  --state FILE       state file written once set up; results in FILE.verify, FILE.heartbeat,\n"
 		"                     FILE.rewrite\n"
 		"  --gpus N           use the first N GPU nodes of the topology (default: all)\n"
@@ -64,6 +65,8 @@ static void usage(FILE *to)
 		"  --render-first     open the render nodes before /dev/kfd (kfd_workload only)\n"
 		"  --gem              also hold GEM handles on the first GPU's render node: one of a KFD\n"
 		"                     buffer, one of a buffer of its own (rocr_workload only)\n"
+		"  --always-valid     one more GEM buffer, created VM_ALWAYS_VALID: it lives in its file's\n"
+		"                     VM alone and no other file can read it (render_workload only)\n"
 		"  --zeros PCT[,RUN]  PCT %% of the content is zeros, in runs of RUN KiB (default 1024)\n"
 		"                     placed by the pattern (VRAM that was allocated and never written)\n"
 		"  --rewrite-pct P    a rewrite gives the next content BOs, in rotation, a new generation\n"
@@ -125,6 +128,7 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 		{ "hb-timeout-ms", required_argument, NULL, 't' },
 		{ "render-first", no_argument, NULL, 'r' },
 		{ "gem", no_argument, NULL, 'G' },
+		{ "always-valid", no_argument, NULL, 'A' },
 		{ "zeros", required_argument, NULL, 'z' },
 		{ "rewrite-pct", required_argument, NULL, 'w' },
 		{ "host-mb", required_argument, NULL, 'H' },
@@ -161,6 +165,9 @@ void wl_parse_opts(int argc, char **argv, struct wl_opts *o)
 			break;
 		case 'G':
 			o->gem = true;
+			break;
+		case 'A':
+			o->always_valid = true;
 			break;
 		case 'z': {
 			char *run = strchr(optarg, ',');

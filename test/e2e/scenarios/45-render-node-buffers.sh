@@ -13,7 +13,8 @@
 # first ids, incrementally: the second dump leaves the objects' memory to a dump with -R just before
 # it, and its restore reads it from there. The images of the first round with a bit flipped in the
 # render node's pages image are refused by amdgpu-topology --verify and by the restore, naming the
-# block, and leave no task.
+# block, and leave no task. A buffer created VM_ALWAYS_VALID, which the kernel lends to no other
+# file, refuses the dump, named, and the task runs on.
 #
 # Before (bookworm guest, Linux 6.1) nothing tells where the objects are mapped: the dump fails,
 # naming the render-node file (pid and fd), the number of buffers, their bytes and handles (found
@@ -125,5 +126,23 @@ round() {
 round 1 0x1234,0x4321 140 &&
 	tap_dump "render 2: criu dump -R (the parent of the next)" "$pid" "$img-pre" -R --track-mem &&
 	round 2 0x1002,0x2001 128 --track-mem --prev-images-dir ../img-45-pre
+wl_kill "$pid"
+
+# memory no dump can read: a buffer created VM_ALWAYS_VALID, which the kernel lends to no other
+# file; the dump is refused, naming it, and the task runs on
+wl_start render render-local --always-valid || { tap_not_ok "render --always-valid: the workload gets ready"; e2e_done; }
+pid=$WL_PID state=$WL_STATE
+task_snapshot "$pid" "$RESULTS_DIR/render-local.dumped"
+handle=$(sed -n 's/^gem always-valid handle \([0-9]*\) .*/\1/p' "$state")
+if wl_dump "$pid" "$img-local"; then
+	tap_not_ok "render --always-valid: the dump fails" "it succeeded: the buffer's memory is in no image"
+else
+	tap_ok "render --always-valid: the dump fails"
+fi
+tap_log_has "render --always-valid: the plugin names the buffer it cannot read" "$CRIU_LAST_LOG" \
+	"amdgpu_plugin: pid $pid fd [0-9]+, a file of renderD[0-9]+: GEM handle $handle \\(1048576 bytes, creation flags 0x[0-9a-f]+\\) cannot be exported as a dma-buf \\(Operation not permitted\\)"
+tap_image_files "render --always-valid: no image of the render-node file" 0 "$img-local"/amdgpu-renderD-*.img
+tap_alive_verified "render --always-valid: after the refused dump" "$pid" "$state"
+tap_same_task "render --always-valid: after the refused dump" "$RESULTS_DIR/render-local.dumped" "$pid"
 wl_kill "$pid"
 e2e_done
