@@ -118,9 +118,27 @@ unique_fd open_render_node_here(const Topology &local, GpuDriver &driver, uint32
 	return fd;
 }
 
-} // namespace
-
-namespace {
+// restore_contents_of() in the guard: render nodes opened in its own mount namespace.
+std::vector<LogLine> copy_in_guard(const ImageDir &dir, const HandedContents &handed, uint32_t pid,
+				   std::span<const kfd_criu_bo_bucket> bos, std::vector<bool> elsewhere,
+				   const std::optional<ImageSums> &sums, const CopyResources &resources)
+{
+	const Topology local = parse_topology(resources.topology_dir);
+	GpuDriver &driver = resources.driver ? *resources.driver : system_gpu_driver();
+	const ContentsCopy copy = {
+		local,
+		dir,
+		handed.kfd_id,
+		pid,
+		handed.gpu_ids,
+		bos,
+		std::move(elsewhere),
+		[&](uint32_t gpu) { return open_render_node_here(local, driver, gpu); },
+		resources.copier ? *resources.copier : sdma_copier(),
+		handed.max_buffer_size,
+	};
+	return restore_contents_of(copy, sums);
+}
 
 // The objects of a render-node image whose memory its pages image holds, into the handed dma-bufs.
 std::vector<LogLine> restore_handed_render_node(const ImageDir &dir, const HandedContents &handed,
@@ -143,21 +161,7 @@ std::vector<LogLine> restore_handed_render_node(const ImageDir &dir, const Hande
 	if (bos.size() != handed.dmabufs.size() || next != bos.size())
 		fail(-EINVAL, "the restore guard was handed %zu GEM objects of %s, which names %zu with contents",
 		     handed.dmabufs.size(), image.c_str(), bos.size());
-	const Topology local = parse_topology(resources.topology_dir);
-	GpuDriver &driver = resources.driver ? *resources.driver : system_gpu_driver();
-	const ContentsCopy copy = {
-		local,
-		dir,
-		handed.kfd_id,
-		msg->has_pid ? msg->pid : 0,
-		handed.gpu_ids,
-		bos,
-		{},
-		[&](uint32_t gpu) { return open_render_node_here(local, driver, gpu); },
-		resources.copier ? *resources.copier : sdma_copier(),
-		handed.max_buffer_size,
-	};
-	return restore_contents_of(copy, sums);
+	return copy_in_guard(dir, handed, msg->has_pid ? msg->pid : 0, bos, {}, sums, resources);
 }
 
 } // namespace
@@ -180,22 +184,7 @@ std::vector<LogLine> restore_handed_contents(const ImageDir &dir, const HandedCo
 		     handed.dmabufs.size(), image.c_str(), bos.size());
 	for (size_t i = 0; i < bos.size(); i++)
 		bos[i].dmabuf_fd = handed.dmabufs[i] ? static_cast<uint32_t>(handed.dmabufs[i].get()) : KFD_INVALID_FD;
-
-	const Topology local = parse_topology(resources.topology_dir);
-	GpuDriver &driver = resources.driver ? *resources.driver : system_gpu_driver();
-	const ContentsCopy copy = {
-		local,
-		dir,
-		handed.kfd_id,
-		msg->pid,
-		handed.gpu_ids,
-		bos,
-		taken_elsewhere(bo_shares(*msg, image)),
-		[&](uint32_t gpu) { return open_render_node_here(local, driver, gpu); },
-		resources.copier ? *resources.copier : sdma_copier(),
-		handed.max_buffer_size,
-	};
-	return restore_contents_of(copy, sums);
+	return copy_in_guard(dir, handed, msg->pid, bos, taken_elsewhere(bo_shares(*msg, image)), sums, resources);
 }
 
 } // namespace amdgpu

@@ -20,6 +20,7 @@
 #                                             succeeds and the task <pid> runs; if not, the end
 #   tap_image_files <name> <count> <files...>  one TAP result: that many of the files exist (give
 #                                             a glob: "$img"/amdgpu-kfd-*.img)
+#   flip_bit <file> <offset>                  inverts bit 2 of the byte at <offset> (a damaged image)
 #   criu_log_names <path>                     the log's path as the results name it
 #   criu_errors <log>                         its first error lines, on one line
 #   criu_killer_script <action> <stamp file>  path of an action script that stamps the time (µs)
@@ -42,6 +43,13 @@ wl_restore() {
 	local dir=$1
 	shift
 	criu_restore "$dir" "$@"
+}
+
+flip_bit() {
+	local file=$1 at=$2 byte
+	byte=$(od -An -tu1 -j "$at" -N1 "$file" | tr -d ' ')
+	[ -n "$byte" ] || return 1
+	printf "$(printf '\\%03o' $((byte ^ 4)))" | dd of="$file" bs=1 seek="$at" conv=notrunc status=none
 }
 
 criu_log_names() { echo "see ${1#"$RESULTS_DIR"/}"; }

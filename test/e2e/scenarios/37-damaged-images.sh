@@ -20,14 +20,6 @@ e2e_begin
 
 TOPOLOGY_TOOL=$VM_REPO/build/bin/amdgpu-topology
 
-# flip_bit <file> <offset>: inverts bit 2 of the byte at <offset>.
-flip_bit() {
-	local file=$1 at=$2 byte
-	byte=$(od -An -tu1 -j "$at" -N1 "$file" | tr -d ' ')
-	[ -n "$byte" ] || return 1
-	printf "$(printf '\\%03o' $((byte ^ 4)))" | dd of="$file" bs=1 seek="$at" conv=notrunc status=none
-}
-
 # refused <what> <ERE the plugin's error must match> <images dir>: a restore that must fail.
 refused() {
 	local what=$1 re=$2 dir=$3

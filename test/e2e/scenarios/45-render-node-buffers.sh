@@ -52,14 +52,6 @@ fi
 
 TOPOLOGY_TOOL=$VM_REPO/build/bin/amdgpu-topology
 
-# flip_bit <file> <offset>: inverts bit 2 of the byte at <offset>.
-flip_bit() {
-	local file=$1 at=$2 byte
-	byte=$(od -An -tu1 -j "$at" -N1 "$file" | tr -d ' ')
-	[ -n "$byte" ] || return 1
-	printf "$(printf '\\%03o' $((byte ^ 4)))" | dd of="$file" bs=1 seek="$at" conv=notrunc status=none
-}
-
 # damaged: the images of round 1 with one bit flipped in the middle of the render node's pages
 # image are refused by amdgpu-topology --verify and by the restore, naming the block, and leave
 # no task (call after the emulator is reloaded)
