@@ -76,7 +76,8 @@ EMU_HOST_TESTS := $(BUILD)/test/emu/shader_test $(BUILD)/test/emu/cwsr_test
 
 all: plugin tools $(UNIT_BIN) $(BENCHES) $(STREAMER) $(HOST_FAULTS) $(EMU_HOST_TESTS)
 
-$(BUILD)/test/emu/shader_test: $(wildcard test/emu/shader-tests/* test/emu/emu_shader*.[ch])
+$(BUILD)/test/emu/shader_test: $(wildcard test/emu/shader-tests/* test/emu/shader-tests/programs/*.s \
+			      test/emu/shader-tests/programs/gfx942/*.s test/emu/emu_shader*.[ch])
 	@$(MAKE) --no-print-directory -C test/emu/shader-tests O=$(abspath $(BUILD))/test/emu
 
 $(BUILD)/test/emu/cwsr_test: $(wildcard test/emu/cwsr-tests/* test/emu/emu_cwsr.[ch] test/emu/emu_shader.h)

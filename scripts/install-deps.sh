@@ -15,8 +15,9 @@ packages=(
 	qemu-system-x86 busybox-static cpio kmod xz-utils zstd iproute2 mmdebstrap
 	# peak RSS of criu in the e2e resource scenarios (GNU time)
 	time
-	# fuzzing the decoders (make fuzz: libFuzzer, ASan, UBSan)
-	clang-14
+	# fuzzing the decoders (make fuzz: libFuzzer, ASan, UBSan); the shader core's test programs
+	# (LLVM 14's assembler for gfx908/gfx90a, 15's, the oldest that knows it, for gfx942)
+	clang-14 llvm-14 llvm-15
 	# the Debian package (make deb) and its checks
 	dpkg-dev debhelper lintian
 	# GPU containers in the guest (Debian's crun has no CRIU support: runc checkpoints)

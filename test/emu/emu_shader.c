@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * amdgpu_emu: the shader core — an interpreter of gfx9 machine code as
- * gfx908 (MI100) and gfx90a (MI200) run it, one wave at a time.
+ * gfx908 (MI100), gfx90a (MI200) and gfx942 (MI300) run it, one wave at a
+ * time.
  *
  * The encodings, opcodes and their semantics are those of the public AMD
  * "Vega" Instruction Set Architecture reference guide and of the "AMD
- * Instinct MI200 (CDNA 2) Instruction Set Architecture" reference guide,
- * checked against what llvm-mc assembles for gfx908 and gfx90a.
+ * Instinct MI200 (CDNA 2)" and "MI300 (CDNA 3) Instruction Set Architecture"
+ * reference guides, checked against what llvm-mc assembles for gfx908,
+ * gfx90a and gfx940.
+ *
+ * gfx942 is gfx90a's encoding with these differences, found by
+ * disassembling every opcode of every encoding for both targets and by the
+ * code hipcc and the runtimes build for gfx942: VOP2 0x17/0x18 are the
+ * fused v_fmamk_f32/v_fmaak_f32 (gfx90a: the unfused v_madmk/v_madak);
+ * v_mac_f32, v_mad_f32 and v_mad_legacy_f32 are gone; new are v_mov_b64
+ * (VOP1 0x38), v_lshl_add_u64 (VOP3 0x208), the fp8/bf8 conversions, the
+ * LDS-DMA global loads, more MFMA forms and HW_REG_XCC_ID (20); the
+ * cache-policy bits glc/slc/scc are named sc0/nt/sc1 with the same
+ * positions; MUBUF 0x29 is buffer_inv (gfx90a: buffer_invl2).
  *
  * This file: the issue loop, the decode of an instruction's encoding, the
  * scalar ALU (SOP1, SOP2, SOPK, SOPC, SOPP), operand decoding and memory
@@ -20,12 +32,15 @@
  *   counters, no hazards (s_nop, s_waitcnt and s_setprio do nothing), no
  *   instruction prefetch (a store into the code is seen at once).
  * - Not executed, the wave stops as EMU_WAVE_ILLEGAL at the instruction:
- *   MUBUF, MTBUF, MIMG, EXP, VINTRP, scratch, GDS, DPP and SDWA, the
+ *   MUBUF (but for its cache write-back and invalidate instructions,
+ *   which have nothing to do: memory is coherent), MTBUF, MIMG, EXP,
+ *   VINTRP, scratch, GDS, DPP and SDWA, the fp8 conversions, the
  *   matrix (MFMA) instructions, traps (s_trap), s_sendmsg, s_setkill,
  *   s_sethalt, s_rfe, s_movrel*, s_set_gpr_idx_* and the opcodes no table
  *   below lists.  A VGPR or AccVGPR beyond what the kernel descriptor
  *   allocated is illegal too (hardware would reach other waves' registers).
- * - s_getreg of registers other than MODE, STATUS and TRAPSTS reads 0;
+ * - s_getreg of registers other than MODE, STATUS, TRAPSTS and (gfx942)
+ *   XCC_ID reads 0;
  *   s_setreg writes MODE and TRAPSTS only (of STATUS, SCC).
  * - s_memtime and s_memrealtime read the host's raw monotonic clock, in
  *   nanoseconds and in 100 MHz ticks.
@@ -448,6 +463,7 @@ bool emu_exec_sop2(struct emu_exec *c)
 #define HWREG_MODE	1
 #define HWREG_STATUS	2
 #define HWREG_TRAPSTS	3
+#define HWREG_XCC_ID	20
 
 static u32 *hwreg(struct emu_wave *w, unsigned int id)
 {
@@ -478,6 +494,10 @@ static u32 getreg(struct emu_wave *w, u32 simm)
 	unsigned int off = (simm >> 6) & 31, size = ((simm >> 11) & 31) + 1;
 	u32 *r = hwreg(w, simm & 0x3f);
 	u32 v = r ? *r >> off : 0;
+
+	/* gfx942: the XCC in bits 3:0, read-only */
+	if (w->isa == EMU_ISA_GFX942 && (simm & 0x3f) == HWREG_XCC_ID)
+		v = (w->xcc_id & 0xf) >> off;
 
 	return size == 32 ? v : v & ((1u << size) - 1);
 }
@@ -848,7 +868,8 @@ static bool step(struct emu_exec *c)
 			break;
 		case 0x36: ok = emu_exec_ds(c); break;
 		case 0x37: ok = emu_exec_flat(c); break;
-		/* MUBUF, MTBUF, MIMG, EXP, VINTRP and the rest */
+		case 0x38: ok = emu_exec_mubuf(c); break;
+		/* MTBUF, MIMG, EXP, VINTRP and the rest */
 		default: ok = emu_illegal(c); break;
 		}
 	}

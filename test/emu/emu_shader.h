@@ -45,7 +45,14 @@ typedef int64_t s64;
 enum emu_isa_target {
 	EMU_ISA_GFX908,			/* MI100 */
 	EMU_ISA_GFX90A,			/* MI200 (MI210/MI250) */
+	EMU_ISA_GFX942,			/* MI300X/MI325X (gfx940..942 share one encoding) */
 };
+
+/* gfx90a and later: one register file of VGPRs then AccVGPRs, work-item ids packed in v0 */
+static inline bool emu_isa_unified_vgprs(enum emu_isa_target isa)
+{
+	return isa != EMU_ISA_GFX908;
+}
 
 enum emu_wave_state {
 	EMU_WAVE_RUNNING,	/* can issue its next instruction at pc */
@@ -85,6 +92,7 @@ struct emu_wave {
 	u64 scratch_aperture;
 
 	enum emu_isa_target isa;
+	u32 xcc_id;		/* gfx942: the XCC the wave runs on (HW_REG_XCC_ID) */
 	enum emu_wave_state state;
 	u64 fault_pc;		/* ILLEGAL, MEMVIOL: the instruction */
 	u64 fault_addr;		/* MEMVIOL: the address */

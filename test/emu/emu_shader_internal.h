@@ -200,6 +200,7 @@ bool emu_exec_vop3p(struct emu_exec *c);
 bool emu_exec_smem(struct emu_exec *c);
 bool emu_exec_ds(struct emu_exec *c);
 bool emu_exec_flat(struct emu_exec *c);
+bool emu_exec_mubuf(struct emu_exec *c);
 
 /* --- listings: each unit's table of what it executes --- */
 

@@ -24,8 +24,9 @@
  *   loop where x86 has no single instruction); an atomic to an address not
  *   aligned to its size is a memory violation.
  * - FLAT offsets: 12 bits unsigned for FLAT, 13 bits signed for GLOBAL, as
- *   gfx908 and gfx90a decode them.  SCRATCH, MUBUF, MTBUF, MIMG, the LDS
- *   DMA forms (lds=1) are illegal.
+ *   gfx908, gfx90a and gfx942 decode them.  SCRATCH, MTBUF, MIMG, the LDS
+ *   DMA forms (lds=1, gfx942's global_load_lds_*) are illegal, and so is
+ *   MUBUF but for the cache maintenance below.
  * - s_buffer_load honours the descriptor's base and num_records (dwords
  *   past it read 0) and nothing else of the descriptor (no swizzle).
  */
@@ -376,7 +377,7 @@ bool emu_exec_ds(struct emu_exec *c)
 	u32 w0 = c->word[0], w1 = c->word[1];
 	unsigned int op = (w0 >> 17) & 0xff, off0 = w0 & 0xff, off1 = (w0 >> 8) & 0xff;
 	unsigned int d0 = (w1 >> 8) & 0xff, d1 = (w1 >> 16) & 0xff, vdst = w1 >> 24, i, k;
-	bool acc = w->isa == EMU_ISA_GFX90A && (w0 >> 25 & 1);
+	bool acc = emu_isa_unified_vgprs(w->isa) && (w0 >> 25 & 1);
 	u32 off = off0 | off1 << 8, *addr = emu_vreg(w, w1 & 0xff, false);
 	u64 exec = w->exec;
 	struct ds_shape sh;
@@ -678,7 +679,7 @@ bool emu_exec_flat(struct emu_exec *c)
 	unsigned int op = (w0 >> 18) & 0x7f, seg = (w0 >> 14) & 3, i;
 	unsigned int vaddr = w1 & 0xff, vdata = (w1 >> 8) & 0xff, saddr = (w1 >> 16) & 0x7f;
 	unsigned int vdst = w1 >> 24;
-	bool acc = w->isa == EMU_ISA_GFX90A && (w1 >> 23 & 1), flat = seg == 0;
+	bool acc = emu_isa_unified_vgprs(w->isa) && (w1 >> 23 & 1), flat = seg == 0;
 	s64 off = flat ? (s64)(w0 & 0xfff) : (s64)((s32)(w0 << 19) >> 19);
 	const u32 *lo = emu_vreg(w, vaddr, false), *hi = emu_vreg(w, vaddr + 1, false);
 	u64 *addr = w->tmp[5], base = 0;
@@ -704,6 +705,33 @@ bool emu_exec_flat(struct emu_exec *c)
 	if (op >= FL_STORE_BYTE && op <= FL_STORE_DWORDX4)
 		return flat_store(c, op, vdata, acc, flat);
 	return flat_atomic(c, op, vdata, vdst, acc, flat, w0 >> 16 & 1);
+}
+
+/* --- MUBUF: only the cache write-backs and invalidations --- */
+
+/*
+ * The memory model's fences at agent and system scope: gfx942 code
+ * acquires with buffer_inv and releases with buffer_wbl2 (sc0/sc1 choose the
+ * scope), gfx90a's with buffer_wbinvl1_vol and buffer_wbl2.  Every access
+ * here reaches memory at once, so there is nothing to write back or drop;
+ * the instruction only has to exist on the wave's target.  Buffer loads
+ * and stores through a descriptor are not emulated.
+ */
+bool emu_exec_mubuf(struct emu_exec *c)
+{
+	unsigned int op = (c->word[0] >> 18) & 0x7f;
+
+	switch (op) {
+	case MUBUF_WBINVL1:
+	case MUBUF_WBINVL1_VOL:
+		return true;
+	case MUBUF_WBL2:
+	case MUBUF_INV:
+		if (c->w->isa != EMU_ISA_GFX908)
+			return true;
+		break;
+	}
+	return emu_illegal(c);
 }
 
 /* --- what the memory unit executes, for listings --- */
@@ -778,9 +806,15 @@ static const struct emu_op_name flat_ops[] = {
 	EMU_OP(FL_ATOMIC_DEC_X2),
 };
 
+static const struct emu_op_name mubuf_ops[] = {
+	EMU_OP(MUBUF_WBL2), EMU_OP(MUBUF_INV), EMU_OP(MUBUF_WBINVL1), EMU_OP(MUBUF_WBINVL1_VOL),
+};
+
 const struct emu_op_table emu_memory_tables[] = {
 	{ "SMEM", "s_", smem_ops, sizeof(smem_ops) / sizeof(smem_ops[0]) },
 	{ "DS", "ds_", ds_ops, sizeof(ds_ops) / sizeof(ds_ops[0]) },
 	{ "FLAT", "flat_", flat_ops, sizeof(flat_ops) / sizeof(flat_ops[0]) },
+	{ "MUBUF", "buffer_", mubuf_ops, sizeof(mubuf_ops) / sizeof(mubuf_ops[0]) },
 };
-const unsigned int emu_memory_ntables = 3;
+const unsigned int emu_memory_ntables = 4;
+

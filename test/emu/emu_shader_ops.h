@@ -445,8 +445,8 @@ enum {
 	V_OR_B32 = 0x114,
 	V_XOR_B32 = 0x115,
 	V_MAC_F32 = 0x116,
-	V_MADMK_F32 = 0x117,
-	V_MADAK_F32 = 0x118,
+	V_MADMK_F32 = 0x117,		/* gfx942: v_fmamk_f32, fused */
+	V_MADAK_F32 = 0x118,		/* gfx942: v_fmaak_f32, fused */
 	V_ADD_CO_U32 = 0x119,
 	V_SUB_CO_U32 = 0x11a,
 	V_SUBREV_CO_U32 = 0x11b,
@@ -532,6 +532,7 @@ enum {
 	V_FREXP_EXP_I32_F32 = 0x173,
 	V_FREXP_MANT_F32 = 0x174,
 	V_CLREXCP = 0x175,
+	V_MOV_B64 = 0x178,		/* gfx942 */
 	V_CVT_F16_U16 = 0x179,
 	V_CVT_F16_I16 = 0x17a,
 	V_CVT_U16_F16 = 0x17b,
@@ -625,6 +626,7 @@ enum {
 	V_MAD_I16 = 0x205,
 	V_FMA_F16 = 0x206,
 	V_DIV_FIXUP_F16 = 0x207,
+	V_LSHL_ADD_U64 = 0x208,		/* gfx942 */
 	V_ADD_F64 = 0x280,
 	V_MUL_F64 = 0x281,
 	V_MIN_F64 = 0x282,
@@ -696,6 +698,14 @@ enum {
 	VP_PK_MOV_B32 = 0x33,
 	VP_ACCVGPR_READ_B32 = 0x58,
 	VP_ACCVGPR_WRITE_B32 = 0x59,
+};
+
+/* MUBUF (bits 24:18): the cache maintenance the core executes */
+enum {
+	MUBUF_WBL2 = 0x28,		/* gfx90a, gfx942 */
+	MUBUF_INV = 0x29,		/* gfx90a buffer_invl2, gfx942 buffer_inv */
+	MUBUF_WBINVL1 = 0x3e,
+	MUBUF_WBINVL1_VOL = 0x3f,
 };
 
 /* DS (bits 24:17) */

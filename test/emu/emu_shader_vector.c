@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * amdgpu_emu: the shader core's vector ALU — VOP1, VOP2, VOPC, VOP3A/B and
- * VOP3P as gfx908 and gfx90a define them (see emu_shader.c for the sources).
+ * VOP3P as gfx908, gfx90a and gfx942 define them (see emu_shader.c for the
+ * sources and how gfx942 differs).
  *
  * Every encoding is brought to one form (struct valu, opcodes numbered as
  * in VOP3) and run by one path: read the sources for all lanes, check the
@@ -77,6 +78,10 @@ static enum emu_opnd src_kind(unsigned int op, unsigned int k)
 		return k == 1 ? EMU_B64 : EMU_B32;
 	case V_MAD_U64_U32: case V_MAD_I64_I32:
 		return k == 2 ? EMU_B64 : EMU_B32;
+	case V_MOV_B64:
+		return k == 0 ? EMU_B64 : EMU_B32;
+	case V_LSHL_ADD_U64:
+		return k == 1 ? EMU_B32 : EMU_B64;
 	case V_CMP_CLASS_F16: case V_CMPX_CLASS_F16: case V_LDEXP_F16:
 		return k == 0 ? EMU_F16 : EMU_B32;
 	}
@@ -96,6 +101,7 @@ static bool dst_is64(unsigned int op)
 	case V_LDEXP_F64: case V_TRIG_PREOP_F64:
 	case V_LSHLREV_B64: case V_LSHRREV_B64: case V_ASHRREV_I64:
 	case V_MAD_U64_U32: case V_MAD_I64_I32:
+	case V_MOV_B64: case V_LSHL_ADD_U64:
 		return true;
 	}
 	return op >= 0x100 && op_is_f64(op);
@@ -246,6 +252,9 @@ static bool int_op(unsigned int op, const u64 *a, const u64 *b, const u64 *c, u6
 #define Z ((u32)c[i])
 	switch (op) {
 	case V_MOV_B32: L(X); break;
+	case V_MOV_B64: L(a[i]); break;
+	/* the ISA allows shifts of 0..4; the hardware takes bits 2:0 */
+	case V_LSHL_ADD_U64: L((a[i] << (Y & 7)) + c[i]); break;
 	case V_MUL_I32_I24: L((u32)((s32)sext24(X) * (s32)sext24(Y))); break;
 	case V_MUL_HI_I32_I24: L((u32)(((s64)(s32)sext24(X) * (s32)sext24(Y)) >> 32)); break;
 	case V_MUL_U32_U24: L((u32)((X & 0xffffff) * (Y & 0xffffff))); break;
@@ -484,6 +493,18 @@ static bool float_op(struct emu_exec *c, const struct valu *v, unsigned int op, 
 	return ok;
 }
 
+/* The operations one target has and another has not (the rest are common to all) */
+static bool op_exists(enum emu_isa_target isa, unsigned int op)
+{
+	switch (op) {
+	case V_MOV_B64: case V_LSHL_ADD_U64:
+		return isa == EMU_ISA_GFX942;
+	case V_MAC_F32: case V_MAD_F32: case V_MAD_LEGACY_F32:
+		return isa != EMU_ISA_GFX942;
+	}
+	return true;
+}
+
 static bool valu_run(struct emu_exec *c, struct valu *v)
 {
 	struct emu_wave *w = c->w;
@@ -496,6 +517,8 @@ static bool valu_run(struct emu_exec *c, struct valu *v)
 	/* gfx908 has v_mul_legacy_f32 where gfx90a has v_fmac_f64 */
 	if (op == V_FMAC_F64 && w->isa == EMU_ISA_GFX908)
 		op = V_MUL_LEGACY_F32;
+	if (!op_exists(w->isa, op))
+		return emu_illegal(c);
 	if (!lane_op(c, v, &done) || done)
 		return w->state == EMU_WAVE_RUNNING;
 	carry = is_carry_op(op);
@@ -572,6 +595,9 @@ bool emu_exec_vop2(struct emu_exec *c)
 		v.nsrc = 3;
 		v.src[2] = 255;
 	}
+	/* gfx942's v_fmamk_f32 and v_fmaak_f32: the same operands, fused */
+	if (c->w->isa == EMU_ISA_GFX942 && (v.op == V_MADMK_F32 || v.op == V_MADAK_F32))
+		v.op = V_FMA_F32;
 	return valu_run(c, &v);
 }
 
@@ -859,7 +885,7 @@ static const struct emu_op_name valu_ops[] = {
 	EMU_OP(V_SIN_F32), EMU_OP(V_COS_F32), EMU_OP(V_NOT_B32), EMU_OP(V_BFREV_B32),
 	EMU_OP(V_FFBH_U32), EMU_OP(V_FFBL_B32), EMU_OP(V_FFBH_I32),
 	EMU_OP(V_FREXP_EXP_I32_F64), EMU_OP(V_FREXP_MANT_F64), EMU_OP(V_FRACT_F64),
-	EMU_OP(V_FREXP_EXP_I32_F32), EMU_OP(V_FREXP_MANT_F32), EMU_OP(V_CLREXCP),
+	EMU_OP(V_FREXP_EXP_I32_F32), EMU_OP(V_FREXP_MANT_F32), EMU_OP(V_CLREXCP), EMU_OP(V_MOV_B64),
 	EMU_OP(V_CVT_F16_U16), EMU_OP(V_CVT_F16_I16), EMU_OP(V_CVT_U16_F16),
 	EMU_OP(V_CVT_I16_F16), EMU_OP(V_RCP_F16), EMU_OP(V_SQRT_F16),
 	EMU_OP(V_FLOOR_F16), EMU_OP(V_CEIL_F16), EMU_OP(V_TRUNC_F16),
@@ -880,7 +906,7 @@ static const struct emu_op_name valu_ops[] = {
 	EMU_OP(V_MED3_I16), EMU_OP(V_MED3_U16), EMU_OP(V_LSHL_ADD_U32),
 	EMU_OP(V_ADD_LSHL_U32), EMU_OP(V_ADD3_U32), EMU_OP(V_LSHL_OR_B32),
 	EMU_OP(V_AND_OR_B32), EMU_OP(V_OR3_B32), EMU_OP(V_MAD_F16), EMU_OP(V_MAD_U16),
-	EMU_OP(V_MAD_I16), EMU_OP(V_FMA_F16), EMU_OP(V_ADD_F64), EMU_OP(V_MUL_F64),
+	EMU_OP(V_MAD_I16), EMU_OP(V_FMA_F16), EMU_OP(V_LSHL_ADD_U64), EMU_OP(V_ADD_F64), EMU_OP(V_MUL_F64),
 	EMU_OP(V_MIN_F64), EMU_OP(V_MAX_F64), EMU_OP(V_LDEXP_F64),
 	EMU_OP(V_MUL_LO_U32), EMU_OP(V_MUL_HI_U32), EMU_OP(V_MUL_HI_I32),
 	EMU_OP(V_LDEXP_F32), EMU_OP(V_READLANE_B32), EMU_OP(V_WRITELANE_B32),

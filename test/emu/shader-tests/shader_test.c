@@ -515,6 +515,61 @@ static void test_memviol_store(void)
 	wave_free(w);
 }
 
+/* gfx942's own instructions, and the ones it no longer has */
+static void test_gfx942(void)
+{
+	struct emu_wave *w = wave_new(EMU_ISA_GFX942, 20, 0);
+	size_t n = load_program("gfx942", CODE_VA);
+	u64 *buf = host(DATA_VA), at;
+	unsigned int i;
+
+	memset(buf, 0, 64 * 8);
+	set_s64(w, 0, DATA_VA);
+	w->xcc_id = 5;
+	run(w, 100);
+	expect_state(w, EMU_WAVE_ENDED);
+	EXPECT_LANES(w, 2, 0x34567890);
+	EXPECT_LANES(w, 3, 0x12);
+	EXPECT_LANES(w, 6, (u32)(DATA_VA + 0x1234567890ull));
+	EXPECT_LANES(w, 7, (u32)((DATA_VA + 0x1234567890ull) >> 32));
+	for (i = 0; i < 64; i++)
+		if (buf[i] != 0x1234567890ull) {
+			check(false, "v_lshl_add_u64 addresses: lane %u stored 0x%llx", i,
+			      (unsigned long long)buf[i]);
+			break;
+		}
+	/* fused: (1 + 2^-23)^2 - (1 + 2^-22) is 2^-46, where an unfused product rounds it away */
+	EXPECT_LANES(w, 14, 0x28800000);
+	EXPECT_LANES(w, 15, 0x28800000);
+	EXPECT_LANES(w, 16, 5);
+	wave_free(w);
+
+	/* the same code on gfx90a stops at its first gfx942 instruction, v_mov_b64 */
+	w = wave_new(EMU_ISA_GFX90A, 20, 0);
+	at = find_word(CODE_VA, n, 0x7e047002);
+	set_s64(w, 0, DATA_VA);
+	run(w, 100);
+	expect_state(w, EMU_WAVE_ILLEGAL);
+	check(at && w->fault_pc == at, "gfx90a: fault_pc 0x%llx, expected 0x%llx",
+	      (unsigned long long)w->fault_pc, (unsigned long long)at);
+	wave_free(w);
+
+	/* and v_mac_f32, which gfx90a has, is illegal on gfx942 */
+	n = load_program("mac", CODE_VA);
+	w = wave_new(EMU_ISA_GFX942, 4, 0);
+	at = find_word(CODE_VA, n, 0x2c020301);	/* v_mac_f32 v1, v1, v1 */
+	run(w, 100);
+	expect_state(w, EMU_WAVE_ILLEGAL);
+	check(at && w->fault_pc == at, "gfx942: v_mac_f32 fault_pc 0x%llx, expected 0x%llx",
+	      (unsigned long long)w->fault_pc, (unsigned long long)at);
+	wave_free(w);
+	w = wave_new(EMU_ISA_GFX90A, 4, 0);
+	run(w, 100);
+	expect_state(w, EMU_WAVE_ENDED);
+	EXPECT_LANES(w, 1, 0x40c00000);		/* 2 * 2 + 2 */
+	wave_free(w);
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -716,6 +771,9 @@ static unsigned int encode(const char *enc, unsigned int op, u32 *word)
 	} else if (!strcmp(enc, "FLAT")) {
 		word[0] = 0xdc000000 | op << 18 | 2 << 14;
 		word[1] = 4 | 6 << 8 | 0x7f << 16 | 10 << 24;
+	} else if (!strcmp(enc, "MUBUF")) {
+		word[0] = 0xe0000000 | op << 18;
+		word[1] = 0;
 	} else {
 		return 0;
 	}
@@ -726,21 +784,14 @@ struct listing {
 	unsigned int count, refused;
 };
 
-/* every listed opcode executes: its instruction does not stop the wave as illegal */
-static void try_op(void *arg, const char *enc, unsigned int op, const char *name)
+/* one listed opcode on a wave of @isa: true if it did not stop the wave */
+static bool op_runs(enum emu_isa_target isa, const u32 *word)
 {
-	struct listing *l = arg;
-	struct emu_wave *w = wave_new(EMU_ISA_GFX90A, 32, 16);
+	struct emu_wave *w = wave_new(isa, 32, 16);
 	u8 lds[1024];
-	u32 word[2];
 	unsigned int i;
+	bool ran;
 
-	l->count++;
-	if (!encode(enc, op, word)) {
-		check(false, "%s: no encoder for %s", name, enc);
-		wave_free(w);
-		return;
-	}
 	memcpy(host(CODE_VA), word, 8);
 	memset(host(CODE_VA + 8), 0, 8);
 	w->lds = lds;
@@ -755,11 +806,30 @@ static void try_op(void *arg, const char *enc, unsigned int op, const char *name
 		w->vgpr[5][i] = DATA_VA >> 32;
 	}
 	emu_wave_run(w, &mem, 1);
-	if (w->state == EMU_WAVE_ILLEGAL || w->state == EMU_WAVE_MEMVIOL) {
-		l->refused++;
-		check(false, "%s (%s 0x%x) listed but stops the wave (%d)", name, enc, op, w->state);
-	}
+	ran = w->state != EMU_WAVE_ILLEGAL && w->state != EMU_WAVE_MEMVIOL;
 	wave_free(w);
+	return ran;
+}
+
+/*
+ * every listed opcode executes on gfx90a or gfx942 (the few that exist on one
+ * of them only, test_gfx942 checks by target): its instruction does not stop
+ * the wave as illegal
+ */
+static void try_op(void *arg, const char *enc, unsigned int op, const char *name)
+{
+	struct listing *l = arg;
+	u32 word[2];
+
+	l->count++;
+	if (!encode(enc, op, word)) {
+		check(false, "%s: no encoder for %s", name, enc);
+		return;
+	}
+	if (!op_runs(EMU_ISA_GFX90A, word) && !op_runs(EMU_ISA_GFX942, word)) {
+		l->refused++;
+		check(false, "%s (%s 0x%x) listed but stops the wave", name, enc, op);
+	}
 }
 
 static void test_listing(void)
@@ -802,6 +872,8 @@ int main(int argc, char **argv)
 	run_test("an unassigned SOP1 opcode is illegal (gfx908)", test_illegal_invalid);
 	run_test("a load from a refused page is a MEMVIOL, no register written", test_memviol_load);
 	run_test("a store reaching a read-only page writes no lane", test_memviol_store);
+	run_test("gfx942: v_mov_b64, v_lshl_add_u64, fused v_fmamk/v_fmaak, XCC_ID; v_mac_f32 gone",
+		 test_gfx942);
 	run_test("the iterate loop, and its rate", test_loop_rate);
 	run_test("OpenCL C kernel compiled by clang", test_opencl_kernel);
 	run_test("opcode listing", test_listing);
