@@ -5,13 +5,14 @@
  * object's loader places in GPU memory; AMDGPU "amdhsa" code object ABI) with
  * its code KERNEL_ENTRY bytes after it, written into memory the GPU reads.
  *
- * The descriptor is valid on gfx908 (MI100) and gfx90a (MI200) alike: one
- * register granule (gfx908: 4 VGPRs and as many AccVGPRs; gfx90a: 8 registers
- * of one file, the AccVGPRs from v4 on, which accum_offset 0 in rsrc3 says),
- * the kernarg segment pointer preloaded in s[0:1] (two user SGPRs), the
- * workgroup id x in s2, the work-item id x in v0, no scratch, no LDS.  The
- * instructions below encode the same on both targets (llvm-mc -mcpu=gfx908
- * and gfx90a agree).
+ * The descriptor is valid on gfx908 (MI100), gfx90a (MI200) and gfx942
+ * (MI300) alike: one register granule (gfx908: 4 VGPRs and as many
+ * AccVGPRs; gfx90a and gfx942: 8 registers of one file, the AccVGPRs from v4
+ * on, which accum_offset 0 in rsrc3 says), the kernarg segment pointer
+ * preloaded in s[0:1] (two user SGPRs), the workgroup id x in s2, the
+ * work-item id x in v0, no scratch, no LDS.  The instructions below encode
+ * the same on the three targets (llvm-mc -mcpu=gfx908, gfx90a and gfx940
+ * agree).
  */
 #ifndef TEST_COMMON_HAND_KERNELS_H
 #define TEST_COMMON_HAND_KERNELS_H
@@ -53,9 +54,10 @@ static const uint32_t store_ids_code[] = {
 };
 
 /*
- * mfma: an MFMA first, v_mfma_f32_4x4x1f32 with v0 as both sources; gfx908
- * reads its accumulators as a[0:3], gfx90a (acc_cd clear) as v[0:3].  MI100
- * and MI200 execute it; the emulated GPU's shader core does not (matrix
+ * mfma: an MFMA first, v_mfma_f32_4x4x1f32 (gfx942: v_mfma_f32_4x4x1_16b_f32)
+ * with v0 as both sources; gfx908 reads its accumulators as a[0:3], gfx90a and
+ * gfx942 (acc_cd clear) as v[0:3].  The GPUs execute it; the emulated GPU's
+ * shader core does not (matrix
  * instructions are outside what it executes), so there it is the
  * instruction a wave stops at as illegal.
  */

@@ -41,6 +41,7 @@
 	(KFD_IOCTL_MINOR_VERSION < EMU_KFD_MINOR_IMPLEMENTED ? KFD_IOCTL_MINOR_VERSION : \
 							      EMU_KFD_MINOR_IMPLEMENTED)
 #define EMU_MAX_GPUS		16	/* MAX_GPU_INSTANCE of the 6.1 CRIU blob */
+#define EMU_MAX_XCC		8	/* XCCs of one KFD node (MI300X in SPX mode) */
 
 /*
  * How KFD shares memory between processes. Up to 6.7 KFD takes a dma-buf apart itself: IMPORT_DMABUF
@@ -138,6 +139,7 @@ struct emu_model {
 	u32 vram_width;
 	u32 mem_clk_max;
 	u32 gb_addr_config;
+	u32 num_xcc;			/* XCCs that run as one GPU (MI300 SPX: 8); 0 is 1 */
 	const struct emu_cache *caches;
 	unsigned int n_caches;
 };
@@ -150,6 +152,15 @@ struct emu_preset {
 	u64 hive_id;
 	u64 unique_id_base;
 	u16 default_gpu_ids[EMU_MAX_GPUS];
+	/*
+	 * KFD nodes per physical GPU (an MI300X in CPX mode: 8 partitions), 0
+	 * is 1.  A GPU's partitions share its unique_id and PCI location (the
+	 * partition index ORed in), and reach each other over xGMI links of
+	 * their own.
+	 */
+	unsigned int partitions;
+	const char *compute_mode;	/* MI300: "SPX", "CPX" (the device's current_compute_partition) */
+	const char *memory_mode;	/* MI300: "NPS1", "NPS4" (current_memory_partition) */
 };
 
 struct emu_topo_node;
@@ -166,6 +177,7 @@ struct emu_gpu {
 	u64 unique_id;
 	u32 location_id;
 	u32 domain;
+	unsigned int partition;		/* its index among its physical GPU's partitions */
 	struct platform_device *pdev;
 	struct drm_device *drm;
 	int render_minor;
@@ -193,6 +205,23 @@ extern unsigned int emu_sdma_mbps;
 extern struct emu_device emu;
 
 struct emu_gpu *emu_gpu_by_id(u32 gpu_id);
+
+static inline unsigned int emu_preset_partitions(const struct emu_preset *ps)
+{
+	return ps->partitions ?: 1;
+}
+
+/* Two partitions of one physical GPU */
+static inline bool emu_gpus_share_device(const struct emu_gpu *a, const struct emu_gpu *b)
+{
+	return a->unique_id == b->unique_id;
+}
+
+/* The XCCs a queue of @gpu spans: each has its own MQD, control stack and save area */
+static inline u32 emu_gpu_xcc_count(const struct emu_gpu *gpu)
+{
+	return gpu->model->num_xcc ?: 1;
+}
 
 /* ---- DRM side: BOs and per-file GPU VMs -------------------------------- */
 
@@ -453,8 +482,9 @@ struct emu_queue {
 	u64 eop_addr;
 	u64 eop_size;
 	u64 ctx_save_addr;
-	u32 ctx_save_size;
-	u32 ctl_stack_size;
+	u32 ctx_save_size;		/* per XCC: XCC x saves at ctx_save_addr + x * ctx_save_size */
+	u32 ctl_stack_size;		/* per XCC */
+	u32 n_xcc;			/* XCCs of its GPU: one MQD and control stack each */
 	u32 sdma_id;			/* engine = sdma_id % engines of its kind */
 	bool engine_named;		/* SDMA_BY_ENG_ID: sdma_id is the caller's engine */
 	bool gws;
@@ -474,9 +504,9 @@ struct emu_queue {
 	const char *fault;		/* stopped for good */
 	bool dbg_suspended;		/* by a debugger: DBG_TRAP SUSPEND_QUEUES (emu_debug.c) */
 	u64 fault_va;
-	u32 mqd_size;
-	void *mqd;
-	void *ctl_stack;
+	u32 mqd_size;			/* every XCC's */
+	void *mqd;			/* n_xcc slices of mqd_size / n_xcc */
+	void *ctl_stack;		/* n_xcc slices of ctl_stack_size */
 	struct kobject *procfs;		/* queues/<id> of its process' directory */
 };
 
@@ -617,6 +647,9 @@ int emu_queue_add(struct emu_process *p, struct emu_queue *q, bool fixed_id);
 void emu_queue_free(struct emu_process *p, struct emu_queue *q);
 void emu_queues_destroy_all(struct emu_process *p);
 u32 emu_queue_mqd_size(u32 type);
+void *emu_queue_mqd_record(struct emu_queue *q, u32 xcc);
+int emu_queue_alloc_state(struct emu_queue *q, u32 n_xcc, u32 ctl_stack_size, const void *mqd,
+			  const void *ctl_stack);
 void emu_queue_fill_mqd(struct emu_queue *q);
 void emu_queue_load_mqd(struct emu_queue *q);
 void emu_heartbeat_work(struct work_struct *work);
@@ -644,12 +677,11 @@ u64 emu_dispatch_instructions(struct emu_dispatch *d);
 u64 emu_dispatch_start_ts(const struct emu_dispatch *d);
 u64 emu_dispatch_completion_signal(const struct emu_dispatch *d);
 size_t emu_dispatch_record_size(void);
-void emu_dispatch_save_record(const struct emu_dispatch *d, void *buf);
+void emu_dispatch_save_record(const struct emu_dispatch *d, u32 xcc, void *buf);
 int emu_dispatch_preempt(struct emu_queue *q, const char **why);
 int emu_dispatch_resume(struct emu_queue *q, const char **why);
 void emu_dispatch_show(struct seq_file *m, const struct emu_dispatch *d);
-void emu_dispatch_wave_state(struct emu_queue *q, u32 *cntl_stack_offset, u32 *wg_state_offset);
-size_t emu_queue_mqd_record_offset(void);
+void emu_dispatch_wave_state(struct emu_queue *q, u32 xcc, u32 *cntl_stack_offset, u32 *wg_state_offset);
 void emu_aql_queues_preempt(struct emu_process *p);
 void emu_aql_queues_resume(struct emu_process *p);
 bool emu_aql_queue_runs(struct emu_queue *q);

@@ -177,10 +177,11 @@ static bool emu_mem_has_pages(u32 flags)
 	return flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT);
 }
 
+/* the control stacks a queue's checkpoint carries: every XCC's, whole, after all the MQDs */
 static u32 emu_queue_saved_ctl_stack(struct emu_queue *q)
 {
 	return (q->type == KFD_IOC_QUEUE_TYPE_COMPUTE ||
-		q->type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL) ? q->ctl_stack_size : 0;
+		q->type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL) ? q->ctl_stack_size * q->n_xcc : 0;
 }
 
 struct emu_criu_counts {
@@ -273,8 +274,8 @@ static size_t emu_criu_save_queue(struct emu_queue *q, void *buf)
 	qp->gws = q->gws;
 	qp->sdma_id = q->sdma_id;
 	qp->eop_ring_buffer_size = q->eop_size;
-	qp->ctx_save_restore_area_size = q->ctx_save_size;
-	qp->ctl_stack_size = ctl;
+	qp->ctx_save_restore_area_size = q->ctx_save_size;	/* one XCC's */
+	qp->ctl_stack_size = ctl;				/* every XCC's */
 	qp->mqd_size = q->mqd_size;
 
 	emu_queue_fill_mqd(q);
@@ -585,6 +586,7 @@ static int emu_restore_queue(struct emu_process *p, struct emu_blob *bl)
 	const u8 *tail;
 	struct emu_queue *q;
 	struct emu_pdd *pdd;
+	u32 n_xcc;
 	int ret;
 
 	qp = emu_blob_take(bl, sizeof(*qp));
@@ -594,28 +596,30 @@ static int emu_restore_queue(struct emu_process *p, struct emu_blob *bl)
 	if (!tail)
 		return -EINVAL;
 	pdd = emu_pdd_by_user_id(p, qp->gpu_id);
-	if (!pdd || !emu_queue_mqd_size(qp->type) ||
-	    qp->mqd_size != emu_queue_mqd_size(qp->type))
+	if (!pdd || !emu_queue_mqd_size(qp->type))
+		return -EINVAL;
+	/*
+	 * One MQD and control stack per XCC of the GPU restored on.  amdkfd
+	 * divides the control stacks by the XCCs of the whole device where it
+	 * sizes the MQD buffer and by the partition's where it copies them;
+	 * here both are the partition's, which is what the copy needs.
+	 */
+	n_xcc = emu_gpu_xcc_count(pdd->gpu);
+	if (qp->mqd_size != emu_queue_mqd_size(qp->type) * n_xcc || qp->ctl_stack_size % n_xcc)
 		return -EINVAL;
 
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return -ENOMEM;
-	q->mqd = kmemdup(tail, qp->mqd_size, GFP_KERNEL);
-	if (qp->ctl_stack_size)
-		q->ctl_stack = kvmalloc(qp->ctl_stack_size, GFP_KERNEL);
-	if (!q->mqd || (qp->ctl_stack_size && !q->ctl_stack)) {
-		ret = -ENOMEM;
+	q->type = qp->type;
+	ret = emu_queue_alloc_state(q, n_xcc, qp->ctl_stack_size / n_xcc, tail,
+				    qp->ctl_stack_size ? tail + qp->mqd_size : NULL);
+	if (ret)
 		goto err;
-	}
-	if (qp->ctl_stack_size)
-		memcpy(q->ctl_stack, tail + qp->mqd_size, qp->ctl_stack_size);
 
 	q->pdd = pdd;
 	q->id = qp->q_id;
 	q->doorbell_id = qp->doorbell_id;
-	q->type = qp->type;
-	q->mqd_size = qp->mqd_size;
 	q->ring_base = qp->q_address;
 	q->ring_size = qp->q_size;
 	q->rptr = qp->read_ptr_addr;
@@ -626,7 +630,6 @@ static int emu_restore_queue(struct emu_process *p, struct emu_blob *bl)
 	q->eop_size = qp->eop_ring_buffer_size;
 	q->ctx_save_addr = qp->ctx_save_restore_area_address;
 	q->ctx_save_size = qp->ctx_save_restore_area_size;
-	q->ctl_stack_size = qp->ctl_stack_size;
 	q->sdma_id = qp->sdma_id;
 	q->gws = qp->gws;
 	emu_queue_load_mqd(q);

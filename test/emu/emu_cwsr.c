@@ -132,12 +132,12 @@ static u32 round_up_u32(u32 v, u32 granule)
 
 static bool isa_known(enum emu_isa_target isa)
 {
-	return isa == EMU_ISA_GFX908 || isa == EMU_ISA_GFX90A;
+	return isa == EMU_ISA_GFX908 || isa == EMU_ISA_GFX90A || isa == EMU_ISA_GFX942;
 }
 
 /* ---- sizes and the area ------------------------------------------------- */
 
-/* kfd_queue.c: VGPR 0x80000 (gfx908, gfx90a), SGPR 0x4000, LDS 0x10000, HWREG 0x1000 */
+/* kfd_queue.c: VGPR 0x80000 (gfx908, gfx90a, gfx942), SGPR 0x4000, LDS 0x10000, HWREG 0x1000 */
 #define WG_DATA_PER_CU		(0x80000 + 0x4000 + 0x10000 + 0x1000)
 #define CTL_BYTES_PER_WAVE	8	/* gfx9: one wave and one state word */
 #define DEBUG_BYTES_PER_WAVE	32
@@ -227,7 +227,7 @@ static int geom_of_wave(enum emu_isa_target isa, const struct emu_wave *w,
 		return -EINVAL;
 	g->nsgpr = EMU_CWSR_SAVED_SGPRS;
 	g->lds = 0;
-	if (isa == EMU_ISA_GFX90A) {
+	if (emu_isa_unified_vgprs(isa)) {
 		varch = round_up_u32(w->nvgpr ? w->nvgpr : 1, 4);
 		total = round_up_u32(varch + w->nagpr, 8);
 		if (total - varch > 256)
@@ -248,7 +248,7 @@ static u32 state_word(enum emu_isa_target isa, const struct emu_cwsr_geom *g, u3
 	u32 word = CTL_STATE | (STATE_SGPR_BLOCKS - 1) << STATE_SGPRS_SHIFT |
 		   lds / LDS_GRANULE << STATE_LDS_SHIFT;
 
-	if (isa == EMU_ISA_GFX90A)
+	if (emu_isa_unified_vgprs(isa))
 		return word | ((g->varch + g->vacc) / 8 - 1) << STATE_VGPRS_SHIFT |
 		       (g->varch / 4 - 1) << STATE_ACCUM_SHIFT;
 	return word | (g->varch / 4 - 1) << STATE_VGPRS_SHIFT;
@@ -261,7 +261,7 @@ static int geom_of_state(enum emu_isa_target isa, u32 word, struct emu_cwsr_geom
 	u32 sfield = word >> STATE_SGPRS_SHIFT & 0x7;
 	u32 lds, defined;
 
-	if (isa == EMU_ISA_GFX90A) {
+	if (emu_isa_unified_vgprs(isa)) {
 		u32 total = (vfield + 1) * 8;
 
 		defined = CTL_STATE | 0x3f000000u | 0x0001ffffu;

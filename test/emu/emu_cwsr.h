@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * amdgpu_emu: compute-wave save and restore (CWSR) of a queue's resident
- * waves, in the layout a gfx9 GPU (gfx908, gfx90a) and amdkfd use.
+ * waves, in the layout a gfx9 GPU (gfx908, gfx90a, gfx942) and amdkfd use.
+ * amdkfd's gfx9.4.3 trap handler (gfx942) saves exactly as gfx90a's: the
+ * same record, state word and register order (it differs in the cache bits
+ * of its own stores and in keeping its replay state in ttmp13).  A queue of
+ * an MI300 partition with several XCCs has one save area, one control stack
+ * and one MQD per XCC, each in this layout (emu_dispatch.c).
  *
  * When a queue is preempted the hardware empties it into two places:
  *

@@ -106,9 +106,10 @@ static void emu_dbg_device_entry(const struct emu_pdd *pdd, struct kfd_dbg_devic
 	e->gfx_target_version = m->gfx_target_version;
 	e->simd_count = m->simd_count;
 	e->max_waves_per_simd = m->max_waves_per_simd;
-	e->array_count = m->array_count;
+	/* the snapshot gives one XCC's arrays, and the XCCs (topology: their product) */
+	e->array_count = m->array_count / emu_gpu_xcc_count(gpu);
 	e->simd_arrays_per_engine = m->simd_arrays_per_engine;
-	e->num_xcc = 1;
+	e->num_xcc = emu_gpu_xcc_count(gpu);
 	e->capability = emu_gpu_capability(gpu);
 	e->debug_prop = emu_gpu_debug_prop(gpu);
 }

@@ -7,15 +7,25 @@
  * kernel descriptor (the 64-byte record the code object's loader placed in
  * GPU memory, AMDGPU "amdhsa" code object ABI): where the code starts, how
  * many registers and how much LDS each wave and workgroup takes, and which
- * SGPRs and VGPRs the hardware preloads.  The dispatcher walks the grid one
- * workgroup at a time in linear order (x fastest), as a GPU with one compute
- * unit would: a workgroup's waves (64 work-items each, the last one partial)
- * get their preloaded registers, the workgroup its zeroed LDS, and the waves
- * run round-robin on the shader core (emu_shader.c), a slice of instructions
- * each, meeting at s_barrier.  Workgroups at the grid's upper edges are
- * partial, as HSA defines them.  Only one dispatch of a queue is in flight:
- * the packet processor takes the next packet once this one has completed,
- * which is one order the AQL model allows.
+ * SGPRs and VGPRs the hardware preloads.  Each XCC of the GPU walks its
+ * share of the grid one workgroup at a time in linear order (x fastest), as
+ * an XCC with one compute unit would: a workgroup's waves (64 work-items
+ * each, the last one partial) get their preloaded registers, the workgroup
+ * its zeroed LDS, and the waves run round-robin on the shader core
+ * (emu_shader.c), a slice of instructions each, meeting at s_barrier.
+ * Workgroups at the grid's upper edges are partial, as HSA defines them.
+ * Only one dispatch of a queue is in flight: the packet processor takes the
+ * next packet once this one has completed, which is one order the AQL model
+ * allows.
+ *
+ * An MI300 partition of several XCCs (SPX: 8) runs one queue on all of
+ * them: amdkfd gives each XCC its own MQD for the same ring, with a logical
+ * XCC id and a workgroup chunk of 1, so that XCC x launches the workgroups
+ * whose linear index is x modulo the XCC count (AMD describes this
+ * round-robin for MI300 in its partitioning documents).  The emulator takes
+ * XCC x as logical id x (amdkfd rotates which XCC is first per queue) and
+ * runs the XCCs' workgroups in turn, each with its own waves, LDS, control
+ * stack and save area; the dispatch completes when every XCC's share has.
  *
  * Preloaded registers, in the order the code object ABI gives them: the user
  * SGPRs the descriptor enables (private segment buffer, dispatch packet
@@ -24,11 +34,10 @@
  * workgroup info); VGPR 0..2 the work-item ids (gfx90a: all three packed in
  * VGPR 0, 10 bits each).  MODE comes from the descriptor's float modes.
  *
- * Not emulated: the private segment (scratch), and kernels for the gfx942 of
- * the cpx8 preset (the shader core knows gfx908 and gfx90a).  Such a dispatch
- * ends as an illegal instruction at its first instruction, and the log says
- * why; kernels compiled with optimisation that keep everything in registers
- * and LDS need no scratch.
+ * Not emulated: the private segment (scratch).  Such a dispatch ends as an
+ * illegal instruction at its first instruction, and the log says why;
+ * kernels compiled with optimisation that keep everything in registers and
+ * LDS need no scratch.
  *
  * Memory goes through the process's GPU VM, as the copy engine's does; a
  * small translation cache per pass keeps the lookups off the per-lane path.
@@ -160,6 +169,22 @@ hit:
 	return e->host + offset_in_page(va);
 }
 
+/*
+ * One XCC's share of a dispatch: the workgroups x, x + n, x + 2n, ... of the
+ * grid (n XCCs), and the waves of the one it runs.
+ */
+struct emu_xcc_run {
+	u64 groups;			/* its share of the grid */
+	u64 started;			/* of them, started so far */
+	u32 nwaves;			/* of the workgroup in flight, its started - 1st */
+	struct emu_wave waves[EMU_MAX_WG_WAVES];
+	u32 (*vgprs)[EMU_WAVE_LANES];	/* every wave's registers, one block */
+	u8 *lds;
+	/* preempted: the waves are in this XCC's context save area, not here */
+	u32 saved_waves;
+	struct emu_cwsr_state cwsr;
+};
+
 /* A kernel dispatch in flight on a queue */
 struct emu_dispatch {
 	u64 packet_va;
@@ -167,6 +192,7 @@ struct emu_dispatch {
 	u64 dispatch_id;
 	u64 amd_queue;
 	u64 start_ts;
+	enum emu_isa_target isa;
 	/* from the kernel descriptor */
 	u64 entry;
 	u32 rsrc1, rsrc2, rsrc3;
@@ -179,19 +205,38 @@ struct emu_dispatch {
 	u32 grid[3];
 	u32 groups[3];
 	u64 total_groups;
-	u64 next_group;			/* linear index of the next workgroup to start */
-	/* the waves of the workgroup in flight, next_group - 1 */
-	u32 nwaves;
-	struct emu_wave waves[EMU_MAX_WG_WAVES];
-	u32 (*vgprs)[EMU_WAVE_LANES];	/* every wave's registers, one block */
-	u8 *lds;
 	u32 lds_alloc;			/* lds_bytes rounded to the save area's 512-byte units */
 	u64 retired;
-	/* preempted: the waves are in the context save area, not here */
 	bool preempted;
-	u32 saved_waves;
-	struct emu_cwsr_state cwsr;
+	u32 n_xcc;
+	struct emu_xcc_run xcc[];
 };
+
+/* the linear index of XCC @x's @k-th workgroup */
+static u64 emu_xcc_group(const struct emu_dispatch *d, u32 x, u64 k)
+{
+	return k * d->n_xcc + x;
+}
+
+/* workgroups started on every XCC, and waves saved */
+static u64 emu_dispatch_started(const struct emu_dispatch *d)
+{
+	u64 n = 0;
+	u32 x;
+
+	for (x = 0; x < d->n_xcc; x++)
+		n += d->xcc[x].started;
+	return n;
+}
+
+static u32 emu_dispatch_saved_waves(const struct emu_dispatch *d)
+{
+	u32 n = 0, x;
+
+	for (x = 0; x < d->n_xcc; x++)
+		n += d->xcc[x].saved_waves;
+	return n;
+}
 
 u64 emu_dispatch_instructions(struct emu_dispatch *d)
 {
@@ -208,23 +253,29 @@ static u32 emu_pkt_u32(const struct emu_dispatch *d, unsigned int at)
 	return ((const u32 *)d->pkt)[at / 4];
 }
 
-/* The shader core runs gfx908 and gfx90a code; false for the other presets' GPUs (gfx942) */
-static bool emu_gpu_isa_known(const struct emu_gpu *gpu)
-{
-	return gpu->model->gfx_target_version == 90008 || gpu->model->gfx_target_version == 90010;
-}
-
+/* The shader core's target for @gpu's code */
 static enum emu_isa_target emu_gpu_isa(const struct emu_gpu *gpu)
 {
-	return gpu->model->gfx_target_version == 90010 ? EMU_ISA_GFX90A : EMU_ISA_GFX908;
+	switch (gpu->model->gfx_target_version) {
+	case 90008:
+		return EMU_ISA_GFX908;
+	case 90010:
+		return EMU_ISA_GFX90A;
+	default:
+		return EMU_ISA_GFX942;		/* 90402, the only other the presets have */
+	}
 }
 
 void emu_dispatch_free(struct emu_dispatch *d)
 {
+	u32 x;
+
 	if (!d)
 		return;
-	kvfree(d->vgprs);
-	kvfree(d->lds);
+	for (x = 0; x < d->n_xcc; x++) {
+		kvfree(d->xcc[x].vgprs);
+		kvfree(d->xcc[x].lds);
+	}
 	kvfree(d);
 }
 
@@ -238,14 +289,18 @@ struct emu_dispatch *emu_dispatch_begin(struct emu_queue *q, const u64 *pkt, u64
 {
 	struct emu_sdma_ctx x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
 	enum emu_isa_target isa = emu_gpu_isa(q->pdd->gpu);
+	u32 n_xcc = max_t(u32, q->n_xcc, 1);
 	u8 kd[KD_BYTES];
 	struct emu_dispatch *d;
 	u32 waves_max, regs, i;
 	s64 entry_offset;
 
-	d = kvzalloc(sizeof(*d), GFP_KERNEL);	/* 16 waves with their working space */
+	/* every XCC's 16 waves with their working space */
+	d = kvzalloc(struct_size(d, xcc, n_xcc), GFP_KERNEL);
 	if (!d)
 		return ERR_PTR(-ENOMEM);
+	d->n_xcc = n_xcc;
+	d->isa = isa;
 	memcpy(d->pkt, pkt, sizeof(d->pkt));
 	d->packet_va = va;
 	d->dispatch_id = dispatch_id;
@@ -273,8 +328,8 @@ struct emu_dispatch *emu_dispatch_begin(struct emu_queue *q, const u64 *pkt, u64
 		d->grid[i] = d->grid[i] ?: 1;
 	}
 	d->lds_bytes = emu_pkt_u32(d, PKT_GROUP_SEGMENT_SIZE);
-	regs = (RSRC1_VGPRS(d->rsrc1) + 1) * (isa == EMU_ISA_GFX90A ? 8 : 4);
-	if (isa == EMU_ISA_GFX90A) {
+	regs = (RSRC1_VGPRS(d->rsrc1) + 1) * (emu_isa_unified_vgprs(isa) ? 8 : 4);
+	if (emu_isa_unified_vgprs(isa)) {
 		d->nvgpr = min((RSRC3_ACCUM_OFFSET(d->rsrc3) + 1) * 4, regs);
 		d->nagpr = regs - d->nvgpr;
 	} else {
@@ -284,9 +339,7 @@ struct emu_dispatch *emu_dispatch_begin(struct emu_queue *q, const u64 *pkt, u64
 	d->waves_max = waves_max;
 
 	*why = NULL;
-	if (!emu_gpu_isa_known(q->pdd->gpu))
-		*why = "the shader core executes gfx908 and gfx90a code, not this GPU's";
-	else if (!d->wg_size[0] || !d->wg_size[1] || !d->wg_size[2] || !d->grid[0] || !d->grid[1] || !d->grid[2])
+	if (!d->wg_size[0] || !d->wg_size[1] || !d->wg_size[2] || !d->grid[0] || !d->grid[1] || !d->grid[2])
 		*why = "dispatch with an empty workgroup or grid";
 	else if (waves_max > EMU_MAX_WG_WAVES)
 		*why = "workgroup of more than 1024 work-items";
@@ -305,12 +358,20 @@ struct emu_dispatch *emu_dispatch_begin(struct emu_queue *q, const u64 *pkt, u64
 	for (i = 0; i < 3; i++)
 		d->groups[i] = DIV_ROUND_UP(d->grid[i], d->wg_size[i]);
 	d->total_groups = (u64)d->groups[0] * d->groups[1] * d->groups[2];
-	d->vgprs = kvmalloc_array((size_t)waves_max * (d->nvgpr + d->nagpr), sizeof(*d->vgprs), GFP_KERNEL);
 	d->lds_alloc = round_up(d->lds_bytes, 512);
-	d->lds = d->lds_bytes ? kvzalloc(d->lds_alloc, GFP_KERNEL) : NULL;
-	if ((!d->vgprs && d->nvgpr + d->nagpr) || (d->lds_bytes && !d->lds)) {
-		emu_dispatch_free(d);
-		return ERR_PTR(-ENOMEM);
+	for (i = 0; i < n_xcc; i++) {
+		struct emu_xcc_run *r = &d->xcc[i];
+
+		r->groups = d->total_groups > i ? DIV_ROUND_UP(d->total_groups - i, n_xcc) : 0;
+		if (!r->groups)
+			continue;
+		r->vgprs = kvmalloc_array((size_t)waves_max * (d->nvgpr + d->nagpr), sizeof(*r->vgprs),
+					  GFP_KERNEL);
+		r->lds = d->lds_bytes ? kvzalloc(d->lds_alloc, GFP_KERNEL) : NULL;
+		if ((!r->vgprs && d->nvgpr + d->nagpr) || (d->lds_bytes && !r->lds)) {
+			emu_dispatch_free(d);
+			return ERR_PTR(-ENOMEM);
+		}
 	}
 	return d;
 }
@@ -378,37 +439,39 @@ static void emu_dispatch_group_id(const struct emu_dispatch *d, u64 g, u32 id[3]
 	id[2] = g / ((u64)d->groups[0] * d->groups[1]);
 }
 
-/* Start workgroup d->next_group: its waves, registers preloaded, and a zeroed LDS */
-static int emu_dispatch_start_group(struct emu_dispatch *d, struct emu_sdma_ctx *x, enum emu_isa_target isa)
+/* Start XCC @x's next workgroup: its waves, registers preloaded, and a zeroed LDS */
+static int emu_dispatch_start_group(struct emu_dispatch *d, u32 x, struct emu_sdma_ctx *sx)
 {
+	struct emu_xcc_run *r = &d->xcc[x];
 	u32 scratch_rsrc[4] = {}, id[3], size[3], items, wave, lane, i, regs = d->nvgpr + d->nagpr;
-	u64 g = d->next_group++;
+	u64 g = emu_xcc_group(d, x, r->started++);
 
 	if (d->properties & KD_SGPR_PRIVATE_SEGMENT_BUFFER &&
-	    emu_sdma_access(x, d->amd_queue + AMD_QUEUE_SCRATCH_RESOURCE, scratch_rsrc, sizeof(scratch_rsrc),
+	    emu_sdma_access(sx, d->amd_queue + AMD_QUEUE_SCRATCH_RESOURCE, scratch_rsrc, sizeof(scratch_rsrc),
 			    false, 0))
 		return -EFAULT;
 	emu_dispatch_group_id(d, g, id);
 	for (i = 0; i < 3; i++)
 		size[i] = min(d->wg_size[i], d->grid[i] - id[i] * d->wg_size[i]);
 	items = size[0] * size[1] * size[2];
-	d->nwaves = DIV_ROUND_UP(items, EMU_WAVE_LANES);
-	if (d->lds)
-		memset(d->lds, 0, d->lds_bytes);
-	for (wave = 0; wave < d->nwaves; wave++) {
-		struct emu_wave *w = &d->waves[wave];
+	r->nwaves = DIV_ROUND_UP(items, EMU_WAVE_LANES);
+	if (r->lds)
+		memset(r->lds, 0, d->lds_bytes);
+	for (wave = 0; wave < r->nwaves; wave++) {
+		struct emu_wave *w = &r->waves[wave];
 
 		*w = (struct emu_wave){
 			.pc = d->entry,
 			.mode = emu_dispatch_mode(d),
 			.nvgpr = d->nvgpr,
 			.nagpr = d->nagpr,
-			.vgpr = d->vgprs + (size_t)wave * regs,
-			.lds = d->lds,
+			.vgpr = r->vgprs + (size_t)wave * regs,
+			.lds = r->lds,
 			.lds_size = d->lds_bytes,
 			.lds_aperture = EMU_LDS_BASE,
 			.scratch_aperture = EMU_SCRATCH_BASE,
-			.isa = isa,
+			.isa = d->isa,
+			.xcc_id = x,
 		};
 		memset(w->vgpr, 0, regs * sizeof(*w->vgpr));
 		emu_dispatch_sgprs(d, w, scratch_rsrc, id);
@@ -422,7 +485,7 @@ static int emu_dispatch_start_group(struct emu_dispatch *d, struct emu_sdma_ctx 
 			ix = item % size[0];
 			iy = (item / size[0]) % size[1];
 			iz = item / (size[0] * size[1]);
-			if (isa == EMU_ISA_GFX90A) {
+			if (emu_isa_unified_vgprs(d->isa)) {
 				w->vgpr[0][lane] = ix | iy << 10 | iz << 20;
 				continue;
 			}
@@ -437,65 +500,92 @@ static int emu_dispatch_start_group(struct emu_dispatch *d, struct emu_sdma_ctx 
 }
 
 /*
- * Run @d for about @budget instructions.  Returns EMU_DISPATCH_RUNNING with
- * work left, EMU_DISPATCH_DONE when the grid's last workgroup has ended, or
- * EMU_DISPATCH_FAULT with *fault saying which wave stopped how.
+ * One slice of XCC @x: each of its running waves runs a slice of
+ * instructions; a workgroup that has ended makes room for the next, also at
+ * the end of a slice, so that a queue stopped between two slices has its
+ * waves resident, as a GPU's would be.  *done counts the instructions.
+ * Returns EMU_DISPATCH_DONE when the XCC's share has ended.
+ */
+static enum emu_dispatch_status emu_xcc_slice(struct emu_dispatch *d, u32 x, struct emu_sdma_ctx *sx,
+					      const struct emu_shader_mem *mem, u64 *done,
+					      struct emu_dispatch_fault *fault)
+{
+	struct emu_xcc_run *r = &d->xcc[x];
+	u32 i, ended = 0, waiting = 0;
+
+	if (!r->nwaves) {
+		if (r->started == r->groups)
+			return EMU_DISPATCH_DONE;
+		if (emu_dispatch_start_group(d, x, sx)) {
+			*fault = (struct emu_dispatch_fault){ .state = EMU_WAVE_MEMVIOL,
+				.addr = d->amd_queue + AMD_QUEUE_SCRATCH_RESOURCE, .pc = d->entry };
+			return EMU_DISPATCH_FAULT;
+		}
+	}
+	for (i = 0; i < r->nwaves; i++) {
+		struct emu_wave *w = &r->waves[i];
+
+		if (w->state == EMU_WAVE_RUNNING)
+			*done += emu_wave_run(w, mem, EMU_WAVE_SLICE);
+		if (w->state == EMU_WAVE_ILLEGAL || w->state == EMU_WAVE_MEMVIOL) {
+			*fault = (struct emu_dispatch_fault){ .state = w->state,
+				.pc = w->fault_pc, .addr = w->fault_addr };
+			return EMU_DISPATCH_FAULT;
+		}
+		ended += w->state == EMU_WAVE_ENDED;
+		waiting += w->state == EMU_WAVE_BARRIER;
+	}
+	if (ended == r->nwaves) {
+		r->nwaves = 0;
+		if (r->started == r->groups)
+			return EMU_DISPATCH_DONE;
+		if (emu_dispatch_start_group(d, x, sx)) {
+			*fault = (struct emu_dispatch_fault){ .state = EMU_WAVE_MEMVIOL,
+				.addr = d->amd_queue + AMD_QUEUE_SCRATCH_RESOURCE, .pc = d->entry };
+			return EMU_DISPATCH_FAULT;
+		}
+		return EMU_DISPATCH_RUNNING;
+	}
+	/* every wave still running has reached the barrier: all go on */
+	if (waiting && waiting + ended == r->nwaves)
+		for (i = 0; i < r->nwaves; i++)
+			if (r->waves[i].state == EMU_WAVE_BARRIER)
+				r->waves[i].state = EMU_WAVE_RUNNING;
+	return EMU_DISPATCH_RUNNING;
+}
+
+/*
+ * Run @d for about @budget instructions, the XCCs a slice each in turn.
+ * Returns EMU_DISPATCH_RUNNING with work left, EMU_DISPATCH_DONE when the
+ * grid's last workgroup has ended, or EMU_DISPATCH_FAULT with *fault saying
+ * which wave stopped how.
  */
 enum emu_dispatch_status emu_dispatch_run(struct emu_dispatch *d, struct emu_queue *q, u64 budget,
 					  struct emu_dispatch_fault *fault)
 {
-	struct emu_sdma_ctx x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
+	struct emu_sdma_ctx sx = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
 	struct emu_dispatch_mem m = { .vm = q->pdd->vm };
 	const struct emu_shader_mem mem = { .ctx = &m, .map = emu_dispatch_map };
-	enum emu_isa_target isa = emu_gpu_isa(q->pdd->gpu);
-	enum emu_dispatch_status status = EMU_DISPATCH_RUNNING;
+	enum emu_dispatch_status status = EMU_DISPATCH_RUNNING, st;
 	u64 done = 0;
-	u32 i, ended, waiting;
+	u32 x, running;
 
 	for (;;) {
-		/*
-		 * The next workgroup is launched as soon as one ends, also at the end
-		 * of a slice: a queue stopped between two slices has its waves resident,
-		 * as a GPU's would be.
-		 */
-		if (!d->nwaves) {
-			if (d->next_group == d->total_groups) {
-				status = EMU_DISPATCH_DONE;
-				break;
+		running = 0;
+		for (x = 0; x < d->n_xcc; x++) {
+			st = emu_xcc_slice(d, x, &sx, &mem, &done, fault);
+			if (st == EMU_DISPATCH_FAULT) {
+				status = st;
+				goto out;
 			}
-			if (emu_dispatch_start_group(d, &x, isa)) {
-				*fault = (struct emu_dispatch_fault){ .state = EMU_WAVE_MEMVIOL,
-					.addr = d->amd_queue + AMD_QUEUE_SCRATCH_RESOURCE, .pc = d->entry };
-				status = EMU_DISPATCH_FAULT;
-				break;
-			}
+			running += st == EMU_DISPATCH_RUNNING;
+		}
+		if (!running) {
+			status = EMU_DISPATCH_DONE;
+			break;
 		}
 		if (done >= budget)
 			break;
-		ended = waiting = 0;
-		for (i = 0; i < d->nwaves; i++) {
-			struct emu_wave *w = &d->waves[i];
-
-			if (w->state == EMU_WAVE_RUNNING)
-				done += emu_wave_run(w, &mem, EMU_WAVE_SLICE);
-			if (w->state == EMU_WAVE_ILLEGAL || w->state == EMU_WAVE_MEMVIOL) {
-				*fault = (struct emu_dispatch_fault){ .state = w->state,
-					.pc = w->fault_pc, .addr = w->fault_addr };
-				status = EMU_DISPATCH_FAULT;
-				goto out;
-			}
-			ended += w->state == EMU_WAVE_ENDED;
-			waiting += w->state == EMU_WAVE_BARRIER;
-		}
-		if (ended == d->nwaves) {
-			d->nwaves = 0;
-			continue;
-		}
-		/* every wave still running has reached the barrier: all go on */
-		if (waiting && waiting + ended == d->nwaves)
-			for (i = 0; i < d->nwaves; i++)
-				if (d->waves[i].state == EMU_WAVE_BARRIER)
-					d->waves[i].state = EMU_WAVE_RUNNING;
 		cond_resched();
 	}
 out:
@@ -519,22 +609,25 @@ u64 emu_dispatch_completion_signal(const struct emu_dispatch *d)
  * A dispatch in the queue's MQD image: everything the waves' own state in the
  * context save area does not hold.  A real MQD keeps the dispatcher's
  * progress in registers of its own; the emulator's MQD is its own layout
- * (emu_queue.c), and this record is part of it.
+ * (emu_queue.c), and this record is part of it, one per XCC in that XCC's
+ * MQD.
  */
 #define EMU_DISPATCH_RECORD_MAGIC	0x50534944	/* "DISP" */
 
 struct emu_dispatch_record {
 	u32 magic;
-	u32 nwaves;			/* of the workgroup in flight, saved by CWSR */
+	u32 nwaves;			/* of the XCC's workgroup in flight, saved by CWSR */
 	u64 pkt[8];
 	u64 packet_va;
 	u64 dispatch_id;
 	u64 amd_queue;
 	u64 start_ts;
-	u64 next_group;
+	u64 started;			/* of the XCC's workgroups */
 	u64 retired;
 	u32 cntl_stack_offset;		/* the control stack and wave area CWSR filled */
 	u32 wg_state_offset;
+	u32 xcc;			/* which XCC's, of how many */
+	u32 n_xcc;
 };
 
 size_t emu_dispatch_record_size(void)
@@ -542,202 +635,257 @@ size_t emu_dispatch_record_size(void)
 	return sizeof(struct emu_dispatch_record);
 }
 
-/* The record of @d (NULL: no dispatch in flight) into @buf */
-void emu_dispatch_save_record(const struct emu_dispatch *d, void *buf)
+/* XCC @x's record of @d (NULL: no dispatch in flight) into @buf */
+void emu_dispatch_save_record(const struct emu_dispatch *d, u32 x, void *buf)
 {
 	struct emu_dispatch_record *r = buf;
 
 	memset(r, 0, sizeof(*r));
-	if (!d)
+	if (!d || x >= d->n_xcc)
 		return;
 	r->magic = EMU_DISPATCH_RECORD_MAGIC;
-	r->nwaves = d->preempted ? d->saved_waves : 0;
-	r->cntl_stack_offset = d->cwsr.cntl_stack_offset;
-	r->wg_state_offset = d->cwsr.wg_state_offset;
+	r->nwaves = d->preempted ? d->xcc[x].saved_waves : 0;
+	r->cntl_stack_offset = d->xcc[x].cwsr.cntl_stack_offset;
+	r->wg_state_offset = d->xcc[x].cwsr.wg_state_offset;
 	memcpy(r->pkt, d->pkt, sizeof(r->pkt));
 	r->packet_va = d->packet_va;
 	r->dispatch_id = d->dispatch_id;
 	r->amd_queue = d->amd_queue;
 	r->start_ts = d->start_ts;
-	r->next_group = d->next_group;
+	r->started = d->xcc[x].started;
 	r->retired = d->retired;
+	r->xcc = x;
+	r->n_xcc = d->n_xcc;
 }
 
 /*
  * The dispatch a restored MQD carries: taken again from its packet (the
  * kernel descriptor is back in memory by the time the queues resume), with
- * the grid's progress and the CWSR state of the record.  NULL if the record
- * is empty; an ERR_PTR if it cannot be the state of a dispatch of this
- * queue, *why saying why.
+ * each XCC's progress and CWSR state from its record.  NULL if XCC 0's
+ * record is empty; an ERR_PTR if the records cannot be the state of one
+ * dispatch of this queue, *why saying why.
  */
-static struct emu_dispatch *emu_dispatch_from_record(struct emu_queue *q, const struct emu_dispatch_record *r,
-						     const char **why)
+static struct emu_dispatch *emu_dispatch_from_records(struct emu_queue *q, const char **why)
 {
+	const struct emu_dispatch_record *r0 = emu_queue_mqd_record(q, 0), *r;
 	struct emu_dispatch *d;
+	u32 x;
 
-	if (r->magic != EMU_DISPATCH_RECORD_MAGIC)
+	if (!r0 || r0->magic != EMU_DISPATCH_RECORD_MAGIC)
 		return NULL;
-	d = emu_dispatch_begin(q, r->pkt, r->packet_va, r->dispatch_id, r->amd_queue, why);
+	d = emu_dispatch_begin(q, r0->pkt, r0->packet_va, r0->dispatch_id, r0->amd_queue, why);
 	if (IS_ERR(d))
 		return d;
-	if (r->next_group > d->total_groups || r->nwaves > d->waves_max ||
-	    (r->nwaves && !r->next_group)) {
-		*why = "MQD: dispatch progress out of its grid";
-		emu_dispatch_free(d);
-		return ERR_PTR(-EINVAL);
+	for (x = 0; x < d->n_xcc; x++) {
+		struct emu_xcc_run *run = &d->xcc[x];
+
+		r = emu_queue_mqd_record(q, x);
+		if (!r || r->magic != EMU_DISPATCH_RECORD_MAGIC || r->xcc != x || r->n_xcc != d->n_xcc ||
+		    r->dispatch_id != r0->dispatch_id || memcmp(r->pkt, r0->pkt, sizeof(r->pkt))) {
+			*why = "MQD: the XCCs' records are not of one dispatch";
+			emu_dispatch_free(d);
+			return ERR_PTR(-EINVAL);
+		}
+		if (r->started > run->groups || r->nwaves > d->waves_max || (r->nwaves && !r->started)) {
+			*why = "MQD: dispatch progress out of its grid";
+			emu_dispatch_free(d);
+			return ERR_PTR(-EINVAL);
+		}
+		run->started = r->started;
+		run->saved_waves = r->nwaves;
+		run->cwsr.cntl_stack_offset = r->cntl_stack_offset;
+		run->cwsr.wg_state_offset = r->wg_state_offset;
 	}
-	d->next_group = r->next_group;
-	d->start_ts = r->start_ts;
-	d->retired = r->retired;
+	d->start_ts = r0->start_ts;
+	d->retired = r0->retired;
 	d->preempted = true;
-	d->saved_waves = r->nwaves;
-	d->cwsr.cntl_stack_offset = r->cntl_stack_offset;
-	d->cwsr.wg_state_offset = r->wg_state_offset;
 	return d;
 }
 
-static int emu_dispatch_area(const struct emu_queue *q, struct emu_cwsr_area *area)
+/* XCC @x's save area: the slice of the queue's context save area, and of its control stacks */
+struct emu_xcc_area {
+	struct emu_cwsr_area area;
+	u64 save_va;			/* the slice's start: the thunk's header, then the wave area */
+	u8 *ctl_stack;
+};
+
+static int emu_xcc_area(const struct emu_queue *q, const struct emu_dispatch *d, u32 x, struct emu_xcc_area *xa)
 {
 	if (!q->ctx_save_addr || !q->ctl_stack || !q->ctl_stack_size)
 		return -ENOSPC;
-	return emu_cwsr_area_init(area, emu_gpu_isa(q->pdd->gpu), q->ctx_save_size, q->ctl_stack_size);
+	xa->save_va = q->ctx_save_addr + (u64)x * q->ctx_save_size;
+	xa->ctl_stack = q->ctl_stack + (size_t)x * q->ctl_stack_size;
+	return emu_cwsr_area_init(&xa->area, d->isa, q->ctx_save_size, q->ctl_stack_size);
+}
+
+/* XCC @x's waves into its save area; the bytes written to *bytes */
+static int emu_xcc_preempt(struct emu_queue *q, struct emu_dispatch *d, u32 x, u32 *bytes, const char **why)
+{
+	struct emu_sdma_ctx sx = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
+	struct emu_xcc_run *r = &d->xcc[x];
+	struct emu_cwsr_group group = {};
+	struct emu_xcc_area xa;
+	u32 i, n = 0;
+	u8 *buf;
+	int ret;
+
+	*bytes = 0;
+	/* waves that ended are gone from the hardware too */
+	for (i = 0; i < r->nwaves; i++) {
+		if (r->waves[i].state == EMU_WAVE_ENDED)
+			continue;
+		if (n != i) {
+			/* the ended wave's register block goes to the end with it */
+			u32 (*spare)[EMU_WAVE_LANES] = r->waves[n].vgpr;
+
+			r->waves[n] = r->waves[i];
+			r->waves[i].vgpr = spare;
+			r->waves[i].state = EMU_WAVE_ENDED;
+		}
+		n++;
+	}
+	r->nwaves = n;
+	r->saved_waves = 0;
+	if (!n)
+		return 0;
+	*why = "no context save area to save the waves in";
+	ret = emu_xcc_area(q, d, x, &xa);
+	if (ret)
+		return ret;
+	group = (struct emu_cwsr_group){ .first_wave = 0, .n_waves = n, .lds = r->lds, .lds_size = d->lds_alloc };
+	emu_dispatch_group_id(d, emu_xcc_group(d, x, r->started - 1), group.id);
+	*why = "the waves do not fit the context save area";
+	ret = emu_cwsr_encode_size(&xa.area, r->waves, n, &group, 1, bytes);
+	if (ret)
+		return ret;
+	buf = kvmalloc(*bytes, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	ret = emu_cwsr_encode(&xa.area, r->waves, n, &group, 1, xa.ctl_stack, buf, &r->cwsr);
+	*why = "context save area not writable through the GPU VM";
+	if (!ret)
+		ret = emu_sdma_access(&sx, xa.save_va + q->ctl_stack_size, buf, *bytes, true, 0);
+	kvfree(buf);
+	if (ret)
+		return ret;
+	r->saved_waves = n;
+	r->nwaves = 0;
+	return 0;
 }
 
 /*
  * The queue stops (KFD evicts it, CRIU pauses it): as CWSR does, the waves
- * of the workgroup in flight stop at an instruction boundary (they are
- * between slices) and go into the control stack and the context save area;
- * the dispatcher keeps only how far the grid has got.  0, or a negative
- * errno with *why: the queue cannot keep its waves (no save area, or one
- * the GPU VM cannot write), which on hardware is a fault of the queue.
+ * of each XCC's workgroup in flight stop at an instruction boundary (they are
+ * between slices) and go into that XCC's control stack and context save
+ * area; the dispatcher keeps only how far the grid has got.  0, or a
+ * negative errno with *why: the queue cannot keep its waves (no save area,
+ * or one the GPU VM cannot write), which on hardware is a fault of the queue.
  */
 int emu_dispatch_preempt(struct emu_queue *q, const char **why)
 {
-	struct emu_sdma_ctx x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
 	struct emu_dispatch *d = q->dispatch;
-	struct emu_cwsr_group group = {};
-	struct emu_cwsr_area area;
-	u32 i, n = 0, bytes;
-	u8 *buf;
+	u32 x, bytes, total = 0, xccs = 0;
 	int ret;
 
 	if (!d || d->preempted)
 		return 0;
-	/* waves that ended are gone from the hardware too */
-	for (i = 0; i < d->nwaves; i++) {
-		if (d->waves[i].state == EMU_WAVE_ENDED)
-			continue;
-		if (n != i) {
-			/* the ended wave's register block goes to the end with it */
-			u32 (*spare)[EMU_WAVE_LANES] = d->waves[n].vgpr;
-
-			d->waves[n] = d->waves[i];
-			d->waves[i].vgpr = spare;
-			d->waves[i].state = EMU_WAVE_ENDED;
-		}
-		n++;
-	}
-	d->nwaves = n;
 	d->preempted = true;
-	d->saved_waves = 0;
-	if (!n)
+	for (x = 0; x < d->n_xcc; x++) {
+		ret = emu_xcc_preempt(q, d, x, &bytes, why);
+		if (ret)
+			return ret;
+		total += bytes;
+		xccs += d->xcc[x].saved_waves != 0;
+	}
+	if (!xccs)
 		return 0;
-	*why = "no context save area to save the waves in";
-	ret = emu_dispatch_area(q, &area);
-	if (ret)
-		return ret;
-	group = (struct emu_cwsr_group){ .first_wave = 0, .n_waves = n, .lds = d->lds, .lds_size = d->lds_alloc };
-	emu_dispatch_group_id(d, d->next_group - 1, group.id);
-	*why = "the waves do not fit the context save area";
-	ret = emu_cwsr_encode_size(&area, d->waves, n, &group, 1, &bytes);
-	if (ret)
-		return ret;
-	buf = kvmalloc(bytes, GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
-	ret = emu_cwsr_encode(&area, d->waves, n, &group, 1, q->ctl_stack, buf, &d->cwsr);
-	*why = "context save area not writable through the GPU VM";
-	if (!ret)
-		ret = emu_sdma_access(&x, q->ctx_save_addr + q->ctl_stack_size, buf, bytes, true, 0);
-	kvfree(buf);
-	if (ret)
-		return ret;
-	d->saved_waves = n;
-	d->nwaves = 0;
-	pr_info(EMU_NAME ": [cwsr] queue %u (GPU %u): dispatch %llu preempted in workgroup %llu of %llu, %u waves saved (%u bytes)\n",
-		q->id, q->pdd->gpu->index, d->dispatch_id, d->next_group, d->total_groups, n, bytes);
+	if (d->n_xcc > 1)
+		pr_info(EMU_NAME ": [cwsr] queue %u (GPU %u): dispatch %llu preempted in workgroup %llu of %llu, %u waves saved (%u bytes) on %u of %u XCCs\n",
+			q->id, q->pdd->gpu->index, d->dispatch_id, emu_dispatch_started(d), d->total_groups,
+			emu_dispatch_saved_waves(d), total, xccs, d->n_xcc);
+	else
+		pr_info(EMU_NAME ": [cwsr] queue %u (GPU %u): dispatch %llu preempted in workgroup %llu of %llu, %u waves saved (%u bytes)\n",
+			q->id, q->pdd->gpu->index, d->dispatch_id, emu_dispatch_started(d), d->total_groups,
+			emu_dispatch_saved_waves(d), total);
 	return 0;
 }
 
-
-/* Read the waves back: emu_dispatch_resume's second half, @scanned room for a workgroup's */
-static int emu_dispatch_restore_waves(struct emu_queue *q, struct emu_dispatch *d, const struct emu_cwsr_area *area,
-				      struct emu_wave *scanned, const char **why)
+/* XCC @x's waves back from its save area, @scanned room for a workgroup's */
+static int emu_xcc_restore(struct emu_queue *q, struct emu_dispatch *d, u32 x, struct emu_wave *scanned,
+			   const char **why)
 {
-	struct emu_sdma_ctx x = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
+	struct emu_sdma_ctx sx = { .gpu = q->pdd->gpu, .vm = q->pdd->vm };
+	struct emu_xcc_run *r = &d->xcc[x];
 	struct emu_cwsr_group group = {};
 	u32 i, n_groups, n_waves, used, regs = d->nvgpr + d->nagpr;
+	struct emu_xcc_area xa;
 	u8 *buf;
 	int ret;
 
-	ret = emu_cwsr_scan(area, q->ctl_stack, &d->cwsr, &group, 1, scanned, EMU_MAX_WG_WAVES,
-			    &n_groups, &n_waves);
+	*why = "control stack does not describe the waves saved";
+	ret = emu_xcc_area(q, d, x, &xa);
+	if (!ret)
+		ret = emu_cwsr_state_check(&xa.area, &r->cwsr);
+	if (!ret)
+		ret = emu_cwsr_scan(&xa.area, xa.ctl_stack, &r->cwsr, &group, 1, scanned, EMU_MAX_WG_WAVES,
+				    &n_groups, &n_waves);
 	if (ret)
 		return ret;
-	if (n_groups != 1 || n_waves != d->saved_waves || n_waves > d->waves_max ||
-	    group.lds_size != (d->lds ? d->lds_alloc : 0))
+	if (n_groups != 1 || n_waves != r->saved_waves || n_waves > d->waves_max ||
+	    group.lds_size != (r->lds ? d->lds_alloc : 0))
 		return -EINVAL;
 	for (i = 0; i < n_waves; i++)
-		if (scanned[i].nvgpr + scanned[i].nagpr != regs || scanned[i].isa != emu_gpu_isa(q->pdd->gpu))
+		if (scanned[i].nvgpr + scanned[i].nagpr != regs || scanned[i].isa != d->isa)
 			return -EINVAL;
-	used = emu_cwsr_save_area_used(area, &d->cwsr);
+	used = emu_cwsr_save_area_used(&xa.area, &r->cwsr);
 	buf = kvmalloc(used, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
 	*why = "context save area not readable through the GPU VM";
-	ret = emu_sdma_access(&x, q->ctx_save_addr + q->ctl_stack_size, buf, used, false, 0);
+	ret = emu_sdma_access(&sx, xa.save_va + q->ctl_stack_size, buf, used, false, 0);
 	if (!ret) {
 		*why = "context save area does not hold the waves saved";
 		for (i = 0; i < n_waves; i++)
-			scanned[i].vgpr = d->vgprs + (size_t)i * regs;
-		group.lds = d->lds;
-		ret = emu_cwsr_decode(area, q->ctl_stack, &d->cwsr, buf, used, &group, 1, scanned, n_waves);
+			scanned[i].vgpr = r->vgprs + (size_t)i * regs;
+		group.lds = r->lds;
+		ret = emu_cwsr_decode(&xa.area, xa.ctl_stack, &r->cwsr, buf, used, &group, 1, scanned, n_waves);
 	}
 	kvfree(buf);
 	if (ret)
 		return ret;
 	for (i = 0; i < n_waves; i++) {
-		d->waves[i] = scanned[i];
-		d->waves[i].lds_aperture = EMU_LDS_BASE;
-		d->waves[i].scratch_aperture = EMU_SCRATCH_BASE;
+		r->waves[i] = scanned[i];
+		r->waves[i].lds_aperture = EMU_LDS_BASE;
+		r->waves[i].scratch_aperture = EMU_SCRATCH_BASE;
+		r->waves[i].xcc_id = x;
 	}
-	d->nwaves = n_waves;
-	d->saved_waves = 0;
-	emu_cwsr_state_empty(area, &d->cwsr);
-	pr_info(EMU_NAME ": [cwsr] queue %u (GPU %u): dispatch %llu resumed in workgroup %llu of %llu, %u waves restored\n",
-		q->id, q->pdd->gpu->index, d->dispatch_id, d->next_group, d->total_groups, n_waves);
+	r->nwaves = n_waves;
+	r->saved_waves = 0;
+	emu_cwsr_state_empty(&xa.area, &r->cwsr);
 	return 0;
 }
 
 /*
  * The queue runs again (after an eviction, an unpaused dump, or a restore on
- * this or another node): the waves come back from the control stack and the
- * save area and go on from where they stopped.  0, or a negative errno with
- * *why: the save area or the control stack does not hold the waves the
+ * this or another node): the waves come back from each XCC's control stack
+ * and save area and go on from where they stopped.  0, or a negative errno
+ * with *why: a save area or control stack does not hold the waves the
  * dispatch left there (the process wrote over it, or the images were
  * damaged) — the queue faults rather than run something else.
  */
 int emu_dispatch_resume(struct emu_queue *q, const char **why)
 {
-	struct emu_dispatch_record *r = q->mqd ? q->mqd + emu_queue_mqd_record_offset() : NULL;
-	struct emu_cwsr_area area;
 	struct emu_dispatch *d;
 	struct emu_wave *scanned;
-	int ret;
+	u32 x, waves, xccs = 0;
+	int ret = 0;
 
-	if (!q->dispatch && r && q->mqd_size >= emu_queue_mqd_record_offset() + sizeof(*r)) {
-		d = emu_dispatch_from_record(q, r, why);
-		r->magic = 0;		/* taken: a later resume must not take it again */
+	if (!q->dispatch) {
+		d = emu_dispatch_from_records(q, why);
+		/* taken: a later resume must not take it again */
+		for (x = 0; x < q->n_xcc; x++)
+			if (emu_queue_mqd_record(q, x))
+				((struct emu_dispatch_record *)emu_queue_mqd_record(q, x))->magic = 0;
 		if (IS_ERR(d))
 			return PTR_ERR(d);
 		q->dispatch = d;
@@ -746,50 +894,67 @@ int emu_dispatch_resume(struct emu_queue *q, const char **why)
 	if (!d || !d->preempted)
 		return 0;
 	d->preempted = false;
-	if (!d->saved_waves)
+	waves = emu_dispatch_saved_waves(d);
+	if (!waves)
 		return 0;
-	*why = "control stack does not describe the waves saved";
-	ret = emu_dispatch_area(q, &area);
-	if (!ret)
-		ret = emu_cwsr_state_check(&area, &d->cwsr);
-	if (ret)
-		return ret;
 	scanned = kcalloc(EMU_MAX_WG_WAVES, sizeof(*scanned), GFP_KERNEL);
 	if (!scanned)
 		return -ENOMEM;
-	ret = emu_dispatch_restore_waves(q, d, &area, scanned, why);
+	for (x = 0; x < d->n_xcc && !ret; x++) {
+		if (!d->xcc[x].saved_waves)
+			continue;
+		ret = emu_xcc_restore(q, d, x, scanned, why);
+		xccs++;
+	}
 	kfree(scanned);
-	return ret;
+	if (ret)
+		return ret;
+	if (d->n_xcc > 1)
+		pr_info(EMU_NAME ": [cwsr] queue %u (GPU %u): dispatch %llu resumed in workgroup %llu of %llu, %u waves restored on %u of %u XCCs\n",
+			q->id, q->pdd->gpu->index, d->dispatch_id, emu_dispatch_started(d), d->total_groups, waves,
+			xccs, d->n_xcc);
+	else
+		pr_info(EMU_NAME ": [cwsr] queue %u (GPU %u): dispatch %llu resumed in workgroup %llu of %llu, %u waves restored\n",
+			q->id, q->pdd->gpu->index, d->dispatch_id, emu_dispatch_started(d), d->total_groups, waves);
+	return 0;
 }
 
 /*
- * GET_QUEUE_WAVE_STATE: the MQD's control stack offset and wave state end
+ * GET_QUEUE_WAVE_STATE: XCC @x's MQD control stack offset and wave state end
  * of the last preemption; an empty queue's (both ctl_stack_size) when no wave
- * was saved.
+ * was saved there.
  */
-void emu_dispatch_wave_state(struct emu_queue *q, u32 *cntl_stack_offset, u32 *wg_state_offset)
+void emu_dispatch_wave_state(struct emu_queue *q, u32 x, u32 *cntl_stack_offset, u32 *wg_state_offset)
 {
 	struct emu_dispatch *d = q->dispatch;
 
 	*cntl_stack_offset = *wg_state_offset = q->ctl_stack_size;
-	if (d && d->preempted && d->saved_waves) {
-		*cntl_stack_offset = d->cwsr.cntl_stack_offset;
-		*wg_state_offset = d->cwsr.wg_state_offset;
+	if (d && d->preempted && x < d->n_xcc && d->xcc[x].saved_waves) {
+		*cntl_stack_offset = d->xcc[x].cwsr.cntl_stack_offset;
+		*wg_state_offset = d->xcc[x].cwsr.wg_state_offset;
 	}
 }
 
 /*
  * The end of a queue's line in debugfs: its dispatch in flight, the
- * workgroups started so far of the grid's, and whether its waves are in the
- * context save area.
+ * workgroups started so far of the grid's, whether its waves are in the
+ * context save areas, and (several XCCs) on how many XCCs a workgroup is in
+ * flight or saved.
  */
 void emu_dispatch_show(struct seq_file *m, const struct emu_dispatch *d)
 {
+	u32 x, busy = 0;
+
 	if (!d) {
 		seq_puts(m, " dispatch none\n");
 		return;
 	}
-	seq_printf(m, " dispatch %llu workgroups %llu of %llu waves_saved %u instructions %llu\n",
-		   d->dispatch_id, d->next_group, d->total_groups, d->preempted ? d->saved_waves : 0,
-		   d->retired);
+	for (x = 0; x < d->n_xcc; x++)
+		busy += d->xcc[x].nwaves || (d->preempted && d->xcc[x].saved_waves);
+	seq_printf(m, " dispatch %llu workgroups %llu of %llu waves_saved %u instructions %llu",
+		   d->dispatch_id, emu_dispatch_started(d), d->total_groups,
+		   d->preempted ? emu_dispatch_saved_waves(d) : 0, d->retired);
+	if (d->n_xcc > 1)
+		seq_printf(m, " xccs_busy %u of %u", busy, d->n_xcc);
+	seq_putc(m, '\n');
 }

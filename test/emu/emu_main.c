@@ -12,7 +12,7 @@
 
 static char *preset = "2xmi210";
 module_param(preset, charp, 0444);
-MODULE_PARM_DESC(preset, "GPU set: mi100, 2xmi210, 4xmi210, mi250x, cpx8 (default 2xmi210)");
+MODULE_PARM_DESC(preset, "GPU set: mi100, mi210, 2xmi210, 4xmi210, mi250x, 2xmi300x, 8xmi300x, cpx8, cpx8-nps4 (default 2xmi210)");
 
 static unsigned int vram_mb;
 module_param(vram_mb, uint, 0444);
@@ -56,12 +56,21 @@ static const struct emu_cache gfx9_caches[] = {
 	{ .level = 2, .size_kb = 8192, .line_size = 128, .type = 9, .cus_per_cache = 0 },
 };
 
-static const struct emu_cache gfx942_caches[] = {
-	{ .level = 1, .size_kb = 16, .line_size = 128, .type = 9, .cus_per_cache = 1 },
-	{ .level = 1, .size_kb = 16, .line_size = 64, .type = 9, .cus_per_cache = 2 },
-	{ .level = 1, .size_kb = 64, .line_size = 64, .type = 10, .cus_per_cache = 2 },
-	{ .level = 2, .size_kb = 4096, .line_size = 128, .type = 9, .cus_per_cache = 0 },
-};
+/*
+ * gfx942: one L2 per KFD node whatever its XCCs, and the Infinity Cache (the
+ * MALL, 256 MiB per GPU) as one L3 entry per node, divided by the NPS mode
+ * (kfd_crat.c's gfx9.4.3 cache filling).
+ */
+#define GFX942_CACHES(l3_kb) {								\
+	{ .level = 1, .size_kb = 16, .line_size = 128, .type = 9, .cus_per_cache = 1 },	\
+	{ .level = 1, .size_kb = 16, .line_size = 64, .type = 9, .cus_per_cache = 2 },	\
+	{ .level = 1, .size_kb = 64, .line_size = 64, .type = 10, .cus_per_cache = 2 },	\
+	{ .level = 2, .size_kb = 4096, .line_size = 128, .type = 9, .cus_per_cache = 0 },	\
+	{ .level = 3, .size_kb = (l3_kb), .line_size = 64, .type = 9, .cus_per_cache = 0 },	\
+}
+
+static const struct emu_cache gfx942_nps1_caches[] = GFX942_CACHES(262144);
+static const struct emu_cache gfx942_nps4_caches[] = GFX942_CACHES(65536);
 
 /*
  * Capability bits: watch points (0x80, 2 address bits << 8), 64-bit
@@ -131,7 +140,44 @@ static const struct emu_model model_mi250x = {
 	.caches = gfx9_caches, .n_caches = ARRAY_SIZE(gfx9_caches),
 };
 
-static const struct emu_model model_gfx942_cpx = {
+/*
+ * MI300X (gfx942, GC 9.4.3): eight XCDs of 38 active CUs (40 slots, 4
+ * shader engines of one array each), 192 GB of HBM3 in 8 stacks, 16 SDMA
+ * engines, 256 MiB Infinity Cache.  Its compute partition mode (amdgpu's
+ * current_compute_partition) makes one KFD node of all eight XCCs (SPX) or
+ * one node per XCC (CPX; DPX and QPX halve and quarter); its memory mode
+ * (current_memory_partition) one memory partition of all HBM (NPS1) or four
+ * (NPS4, which needs CPX or QPX).  What KFD reports per node, from amdkfd's
+ * topology and CRAT code (kfd_topology.c node_show, kfd_crat.c) and from
+ * the topology of real MI300X nodes in each mode:
+ *  - simd_count 4 per CU of the device's 304, divided evenly by the nodes:
+ *    SPX 1216, CPX 152; array_count 4 per XCC times the node's XCCs (SPX
+ *    32, CPX 4); num_xcc 8 or 1; cu_per_simd_array 10 (the slots);
+ *  - SDMA: 2 engines for PCIe, the device's other 14 for xGMI in SPX, none
+ *    for a CPX partition; 8 queues per engine; 24 CP queues in every mode;
+ *  - memory: the node's memory partition, shared evenly by the nodes in it:
+ *    SPX+NPS1 192 GiB, CPX+NPS1 and CPX+NPS4 24 GiB (like the other models,
+ *    before what the driver reserves for itself);
+ *  - the L3 entry: 256 MiB divided by the NPS mode.
+ * The CWSR sizes follow (kfd_queue.c): the thunk sizes each XCC's save area
+ * for 38 CUs and allocates one per XCC.
+ */
+static const struct emu_model model_mi300x_spx = {
+	.asic = "ip discovery", .device_id = 0x74a1, .gfx_target_version = 90402,
+	.simd_count = 1216, .simd_per_cu = 4, .array_count = 32,
+	.simd_arrays_per_engine = 1, .cu_per_simd_array = 10,
+	.max_waves_per_simd = 8, .lds_size_in_kb = 64, .gds_size_in_kb = 0,
+	.num_gws = 64, .wave_front_size = 64, .max_slots_scratch_cu = 32,
+	.max_engine_clk_fcompute = 2100, .fw_version = 166, .sdma_fw_version = 22,
+	.capability = EMU_CAP_GFX9,
+	.num_sdma_engines = 2, .num_sdma_xgmi_engines = 14,
+	.num_sdma_queues_per_engine = 8, .num_cp_queues = 24,
+	.vram_mb = 196608, .vram_width = 8192, .mem_clk_max = 1300,
+	.gb_addr_config = 0x2a114042, .num_xcc = 8,
+	.caches = gfx942_nps1_caches, .n_caches = ARRAY_SIZE(gfx942_nps1_caches),
+};
+
+static const struct emu_model model_mi300x_cpx = {
 	.asic = "ip discovery", .device_id = 0x74a1, .gfx_target_version = 90402,
 	.simd_count = 152, .simd_per_cu = 4, .array_count = 4,
 	.simd_arrays_per_engine = 1, .cu_per_simd_array = 10,
@@ -141,9 +187,24 @@ static const struct emu_model model_gfx942_cpx = {
 	.capability = EMU_CAP_GFX9,
 	.num_sdma_engines = 2, .num_sdma_xgmi_engines = 0,
 	.num_sdma_queues_per_engine = 8, .num_cp_queues = 24,
-	.vram_mb = 24576, .vram_width = 1024, .mem_clk_max = 1300,
-	.gb_addr_config = 0x2a114042,
-	.caches = gfx942_caches, .n_caches = ARRAY_SIZE(gfx942_caches),
+	.vram_mb = 24576, .vram_width = 8192, .mem_clk_max = 1300,
+	.gb_addr_config = 0x2a114042, .num_xcc = 1,
+	.caches = gfx942_nps1_caches, .n_caches = ARRAY_SIZE(gfx942_nps1_caches),
+};
+
+static const struct emu_model model_mi300x_cpx_nps4 = {
+	.asic = "ip discovery", .device_id = 0x74a1, .gfx_target_version = 90402,
+	.simd_count = 152, .simd_per_cu = 4, .array_count = 4,
+	.simd_arrays_per_engine = 1, .cu_per_simd_array = 10,
+	.max_waves_per_simd = 8, .lds_size_in_kb = 64, .gds_size_in_kb = 0,
+	.num_gws = 64, .wave_front_size = 64, .max_slots_scratch_cu = 32,
+	.max_engine_clk_fcompute = 2100, .fw_version = 166, .sdma_fw_version = 22,
+	.capability = EMU_CAP_GFX9,
+	.num_sdma_engines = 2, .num_sdma_xgmi_engines = 0,
+	.num_sdma_queues_per_engine = 8, .num_cp_queues = 24,
+	.vram_mb = 24576, .vram_width = 8192, .mem_clk_max = 1300,
+	.gb_addr_config = 0x2a114042, .num_xcc = 1,
+	.caches = gfx942_nps4_caches, .n_caches = ARRAY_SIZE(gfx942_nps4_caches),
 };
 
 static const struct emu_preset presets[] = {
@@ -171,11 +232,36 @@ static const struct emu_preset presets[] = {
 		.unique_id_base = 0x7d3e2f1a0b9c8d40ULL,
 		.default_gpu_ids = { 0x8a21, 0x7d4e, 0x1c93, 0xe5b2 },
 	}, {
-		.name = "cpx8", .model = &model_gfx942_cpx, .n_gpus = 8,
+		/* two MI300X in SPX+NPS1 mode, one xGMI hive */
+		.name = "2xmi300x", .model = &model_mi300x_spx, .n_gpus = 2,
+		.xgmi_hive = true, .hive_id = 0x4c7e1a93d05b2f68ULL,
+		.unique_id_base = 0x3b9d5e7f1a2c4e80ULL,
+		.default_gpu_ids = { 0xd71a, 0x62c5 },
+		.compute_mode = "SPX", .memory_mode = "NPS1",
+	}, {
+		/* an eight-GPU MI300X node (a platform of one hive) in SPX+NPS1 */
+		.name = "8xmi300x", .model = &model_mi300x_spx, .n_gpus = 8,
+		.xgmi_hive = true, .hive_id = 0x5d8f2ba4e16c3079ULL,
+		.unique_id_base = 0x4cae6f802b3d5f90ULL,
+		.default_gpu_ids = { 0xa3f1, 0x18d6, 0xc94b, 0x7e20,
+				     0x35b8, 0xe06d, 0x5a93, 0x8c47 },
+		.compute_mode = "SPX", .memory_mode = "NPS1",
+	}, {
+		/* one MI300X in CPX+NPS1 mode: eight partitions of one XCC */
+		.name = "cpx8", .model = &model_mi300x_cpx, .n_gpus = 8, .partitions = 8,
 		.xgmi_hive = true, .hive_id = 0x2e4f6a8c0b1d3f57ULL,
 		.unique_id_base = 0x61c2a3b4d5e6f780ULL,
 		.default_gpu_ids = { 0x91c4, 0x5e07, 0x2fd3, 0xb468,
 				     0x7a1d, 0xd3e9, 0x46b2, 0xe85f },
+		.compute_mode = "CPX", .memory_mode = "NPS1",
+	}, {
+		/* the same in CPX+NPS4: two partitions per memory partition */
+		.name = "cpx8-nps4", .model = &model_mi300x_cpx_nps4, .n_gpus = 8, .partitions = 8,
+		.xgmi_hive = true, .hive_id = 0x2e4f6a8c0b1d3f57ULL,
+		.unique_id_base = 0x61c2a3b4d5e6f780ULL,
+		.default_gpu_ids = { 0x93c2, 0x5c17, 0x2ed1, 0xb648,
+				     0x781f, 0xd1eb, 0x44b0, 0xe65d },
+		.compute_mode = "CPX", .memory_mode = "NPS4",
 	},
 };
 
@@ -235,9 +321,11 @@ static int emu_setup_gpus(void)
 		gpu->vram_size = (u64)(vram_mb ? vram_mb : ps->model->vram_mb) << 20;
 		atomic64_set(&gpu->vram_used, 0);
 		gpu->hive_id = ps->xgmi_hive ? ps->hive_id : 0;
-		gpu->unique_id = ps->unique_id_base + i;
+		/* a physical GPU's partitions: one unique_id, one PCI device, the partition ORed in */
+		gpu->partition = i % emu_preset_partitions(ps);
+		gpu->unique_id = ps->unique_id_base + i / emu_preset_partitions(ps);
 		/* PCI bus of each GPU: 0x03, 0x23, 0x43, ... devfn 0 */
-		gpu->location_id = (0x03 + 0x20 * i) << 8;
+		gpu->location_id = (0x03 + 0x20 * (i / emu_preset_partitions(ps))) << 8 | gpu->partition;
 		gpu->domain = 0;
 		gpu->render_minor = -1;
 		gpu->mmio_page = alloc_page(GFP_KERNEL | __GFP_ZERO);

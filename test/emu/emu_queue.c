@@ -57,21 +57,30 @@ u32 emu_queue_mqd_size(u32 type)
 }
 
 /*
- * A compute queue's MQD image holds, after struct emu_mqd, the record of its
- * kernel dispatch in flight (emu_dispatch.c): what a restore needs besides the
- * waves in the context save area.
+ * A compute queue's MQD image holds one MQD per XCC (amdkfd's multi-XCC
+ * checkpoint puts them one after the other); each holds, after struct
+ * emu_mqd, the record of that XCC's part of the kernel dispatch in flight
+ * (emu_dispatch.c): what a restore needs besides the waves in the XCC's
+ * context save area.  NULL where the MQD has no room for one (SDMA).
  */
-size_t emu_queue_mqd_record_offset(void)
+void *emu_queue_mqd_record(struct emu_queue *q, u32 xcc)
 {
-	return ALIGN(sizeof(struct emu_mqd), 8);
+	u32 per_xcc = q->n_xcc ? q->mqd_size / q->n_xcc : 0;
+	size_t off = ALIGN(sizeof(struct emu_mqd), 8);
+
+	if (!q->mqd || xcc >= q->n_xcc || per_xcc < off + emu_dispatch_record_size())
+		return NULL;
+	return q->mqd + (size_t)xcc * per_xcc + off;
 }
 
 void emu_queue_fill_mqd(struct emu_queue *q)
 {
 	struct emu_mqd *m = q->mqd;
+	u32 x;
 
-	if (q->mqd_size >= emu_queue_mqd_record_offset() + emu_dispatch_record_size())
-		emu_dispatch_save_record(q->dispatch, q->mqd + emu_queue_mqd_record_offset());
+	for (x = 0; x < q->n_xcc; x++)
+		if (emu_queue_mqd_record(q, x))
+			emu_dispatch_save_record(q->dispatch, x, emu_queue_mqd_record(q, x));
 
 	m->magic = EMU_MQD_MAGIC;
 	m->queue_id = q->id;
@@ -165,25 +174,27 @@ int emu_queue_add(struct emu_process *p, struct emu_queue *q, bool fixed_id)
 	return 0;
 }
 
-static struct emu_queue *emu_queue_alloc(u32 type, u32 ctl_stack_size)
+/*
+ * The MQDs and control stacks of @q, one of each per XCC of its GPU, as
+ * amdkfd allocates them; @ctl_stack_size is one XCC's.  A restore passes
+ * their saved contents (@mqd, @ctl_stack), a new queue none.
+ */
+int emu_queue_alloc_state(struct emu_queue *q, u32 n_xcc, u32 ctl_stack_size, const void *mqd,
+			  const void *ctl_stack)
 {
-	struct emu_queue *q;
+	size_t ctl_bytes = (size_t)ctl_stack_size * n_xcc;
 
-	q = kzalloc(sizeof(*q), GFP_KERNEL);
-	if (!q)
-		return NULL;
-	q->type = type;
-	q->mqd_size = emu_queue_mqd_size(type);
-	q->mqd = kzalloc(q->mqd_size, GFP_KERNEL);
-	if (ctl_stack_size)
-		q->ctl_stack = kvzalloc(ctl_stack_size, GFP_KERNEL);
-	if (!q->mqd || (ctl_stack_size && !q->ctl_stack)) {
-		kfree(q->mqd);
-		kvfree(q->ctl_stack);
-		kfree(q);
-		return NULL;
-	}
-	return q;
+	q->n_xcc = n_xcc;
+	q->mqd_size = emu_queue_mqd_size(q->type) * n_xcc;
+	q->ctl_stack_size = ctl_stack_size;
+	q->mqd = mqd ? kmemdup(mqd, q->mqd_size, GFP_KERNEL) : kzalloc(q->mqd_size, GFP_KERNEL);
+	if (ctl_bytes)
+		q->ctl_stack = kvzalloc(ctl_bytes, GFP_KERNEL);
+	if (!q->mqd || (ctl_bytes && !q->ctl_stack))
+		return -ENOMEM;
+	if (ctl_stack)
+		memcpy(q->ctl_stack, ctl_stack, ctl_bytes);
+	return 0;
 }
 
 static void emu_queue_release(struct emu_queue *q)
@@ -303,12 +314,11 @@ int emu_ioctl_create_queue(struct file *filp, struct emu_process *p, void *data)
 	if (!emu_queue_mqd_size(args->queue_type) && !emu_queue_by_engine(args->queue_type))
 		return -ENOTSUPP;
 
-	/* a queue on a named engine is an SDMA queue of one kind or the other */
-	q = emu_queue_alloc(emu_queue_by_engine(args->queue_type) ? KFD_IOC_QUEUE_TYPE_SDMA :
-								    args->queue_type,
-			    args->ctl_stack_size);
+	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return -ENOMEM;
+	/* a queue on a named engine is an SDMA queue of one kind or the other */
+	q->type = emu_queue_by_engine(args->queue_type) ? KFD_IOC_QUEUE_TYPE_SDMA : args->queue_type;
 	q->ring_base = args->ring_base_address;
 	q->ring_size = max_t(u32, args->ring_size, EMU_MIN_QUEUE_RING_SIZE);
 	q->rptr = args->read_pointer_address;
@@ -319,7 +329,6 @@ int emu_ioctl_create_queue(struct file *filp, struct emu_process *p, void *data)
 	q->eop_size = args->eop_buffer_size;
 	q->ctx_save_addr = args->ctx_save_restore_address;
 	q->ctx_save_size = args->ctx_save_restore_size;
-	q->ctl_stack_size = args->ctl_stack_size;
 
 	mutex_lock(&p->lock);
 	pdd = emu_pdd_by_user_id(p, args->gpu_id);
@@ -327,6 +336,9 @@ int emu_ioctl_create_queue(struct file *filp, struct emu_process *p, void *data)
 		ret = -EINVAL;
 		goto err;
 	}
+	ret = emu_queue_alloc_state(q, emu_gpu_xcc_count(pdd->gpu), args->ctl_stack_size, NULL, NULL);
+	if (ret)
+		goto err;
 	if (emu_pdd_bind(pdd)) {
 		ret = -ESRCH;
 		goto err;
@@ -440,13 +452,17 @@ int emu_ioctl_set_cu_mask(struct file *filp, struct emu_process *p, void *data)
  * area (ctl_stack_size bytes, the used part at its end) to ctl_stack_address,
  * the start of the context save area; 6.5 and newer write there only the
  * save area header's four wave-state words (control stack offset and used
- * size, wave state end and used size) and the used part at its offset.  User
- * memory is written after p->lock is dropped, as everywhere here.
+ * size, wave state end and used size) and the used part at its offset, and
+ * on a queue of several XCCs do so for each XCC, into its own save area
+ * (ctl_stack_address + xcc * ctx_save_restore_size), reporting XCC 0's used
+ * sizes only.  User memory is written after p->lock is dropped, as
+ * everywhere here.
  */
 int emu_ioctl_get_queue_wave_state(struct file *filp, struct emu_process *p, void *data)
 {
 	struct kfd_ioctl_get_queue_wave_state_args *args = data;
-	u32 cntl_stack_offset = 0, wg_state_offset = 0, size = 0;
+	u32 cntl_stack_offset[EMU_MAX_XCC] = {}, wg_state_offset[EMU_MAX_XCC] = {};
+	u32 size = 0, stride = 0, n_xcc = 1, x;
 	u8 *copy = NULL;
 	struct emu_queue *q;
 	int ret = 0;
@@ -462,13 +478,16 @@ int emu_ioctl_get_queue_wave_state(struct file *filp, struct emu_process *p, voi
 		ret = -EINVAL;
 	} else {
 		size = q->ctl_stack_size;
-		emu_dispatch_wave_state(q, &cntl_stack_offset, &wg_state_offset);
-		args->ctl_stack_used_size = size - cntl_stack_offset;
-		args->save_area_used_size = wg_state_offset - size;
+		stride = q->ctx_save_size;
+		n_xcc = min_t(u32, q->n_xcc, EMU_MAX_XCC);
+		for (x = 0; x < n_xcc; x++)
+			emu_dispatch_wave_state(q, x, &cntl_stack_offset[x], &wg_state_offset[x]);
+		args->ctl_stack_used_size = size - cntl_stack_offset[0];
+		args->save_area_used_size = wg_state_offset[0] - size;
 		if (size && q->ctl_stack) {
-			copy = kvmalloc(size, GFP_KERNEL);
+			copy = kvmalloc((size_t)size * n_xcc, GFP_KERNEL);
 			if (copy)
-				memcpy(copy, q->ctl_stack, size);
+				memcpy(copy, q->ctl_stack, (size_t)size * n_xcc);
 			ret = copy ? 0 : -ENOMEM;
 		}
 	}
@@ -476,19 +495,21 @@ int emu_ioctl_get_queue_wave_state(struct file *filp, struct emu_process *p, voi
 	if (ret || !copy)
 		return ret;
 #if EMU_KFD_MINOR_VERSION >= 13
-	{
+	for (x = 0; x < n_xcc && !ret; x++) {
+		u64 slice = args->ctl_stack_address + (u64)x * stride;
+		const u8 *stack = copy + (size_t)x * size;
 		struct kfd_context_save_area_header h = {
 			.wave_state = {
-				.control_stack_offset = cntl_stack_offset,
-				.control_stack_size = args->ctl_stack_used_size,
-				.wave_state_offset = wg_state_offset,
-				.wave_state_size = args->save_area_used_size,
+				.control_stack_offset = cntl_stack_offset[x],
+				.control_stack_size = size - cntl_stack_offset[x],
+				.wave_state_offset = wg_state_offset[x],
+				.wave_state_size = wg_state_offset[x] - size,
 			},
 		};
 
-		if (copy_to_user(u64_to_user_ptr(args->ctl_stack_address), &h.wave_state, sizeof(h.wave_state)) ||
-		    copy_to_user(u64_to_user_ptr(args->ctl_stack_address + cntl_stack_offset),
-				 copy + cntl_stack_offset, size - cntl_stack_offset))
+		if (copy_to_user(u64_to_user_ptr(slice), &h.wave_state, sizeof(h.wave_state)) ||
+		    copy_to_user(u64_to_user_ptr(slice + cntl_stack_offset[x]), stack + cntl_stack_offset[x],
+				 size - cntl_stack_offset[x]))
 			ret = -EFAULT;
 	}
 #else

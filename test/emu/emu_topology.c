@@ -22,6 +22,7 @@
 #define EMU_IOLINK_TYPE_XGMI	11
 #define EMU_PCIE_WEIGHT		20
 #define EMU_XGMI_WEIGHT		15
+#define EMU_XGMI_PARTITION_WEIGHT 13	/* between partitions of one MI300 (kfd_topology.c) */
 #define EMU_CPU_CACHE_TYPE	5	/* data | CPU */
 #define EMU_HEAP_SYSTEM		0
 #define EMU_HEAP_FB_PUBLIC	1
@@ -124,12 +125,15 @@ u32 emu_gpu_capability(const struct emu_gpu *gpu)
 }
 
 #if EMU_KFD_MINOR_VERSION >= 13
-/* watch-point address mask bits of gfx9 (lowest bit 6, highest 29; 30 on gfx942) */
+/*
+ * watch-point address mask bits of gfx9 (lowest bit 6, highest 29); gfx942:
+ * 7 and 30, and its dispatch info is always valid (0x400)
+ */
 u64 emu_gpu_debug_prop(const struct emu_gpu *gpu)
 {
-	u32 hi = gpu->model->gfx_target_version >= 90402 ? 30 : 29;
-
-	return 6 | (hi << HSA_DBG_WATCH_ADDR_MASK_HI_BIT_SHIFT);
+	if (gpu->model->gfx_target_version >= 90402)
+		return 7 | (30 << HSA_DBG_WATCH_ADDR_MASK_HI_BIT_SHIFT) | HSA_DBG_DISPATCH_INFO_ALWAYS_VALID;
+	return 6 | (29 << HSA_DBG_WATCH_ADDR_MASK_HI_BIT_SHIFT);
 }
 #endif
 
@@ -179,6 +183,10 @@ static ssize_t show_node_properties(unsigned int node, char *buf)
 #endif
 		P("sdma_fw_version", m->sdma_fw_version);
 		P("unique_id", gpu->unique_id);
+#if EMU_KFD_MINOR_VERSION >= 13
+		/* 6.5 and newer: the XCCs the node runs as one GPU */
+		P("num_xcc", emu_gpu_xcc_count(gpu));
+#endif
 	}
 	P("max_engine_clk_ccompute", EMU_CPU_CLK_MHZ);
 	return off;
@@ -268,7 +276,12 @@ static ssize_t show_io_link(unsigned int node, unsigned int idx, char *buf)
 		to = idx < node ? idx : idx + 1;
 		type = EMU_IOLINK_TYPE_XGMI;
 	}
-	if (type == EMU_IOLINK_TYPE_XGMI) {
+	if (type == EMU_IOLINK_TYPE_XGMI && emu_gpus_share_device(gpu, node_gpu(to))) {
+		/* partitions of one GPU: the device's own fabric */
+		weight = EMU_XGMI_PARTITION_WEIGHT;
+		min_bw = 819200;
+		max_bw = 819200;
+	} else if (type == EMU_IOLINK_TYPE_XGMI) {
 		weight = EMU_XGMI_WEIGHT;
 		min_bw = 50000;
 		max_bw = 50000;

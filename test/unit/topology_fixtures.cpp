@@ -49,6 +49,7 @@ constexpr GpuModel kMi100 = {
 	.mem_clk_max = 1200,
 	.pcie_max_bandwidth = 31504,
 	.xgmi_bandwidth = 0,
+	.num_xcc = 1,
 };
 
 // Instinct MI210 (Aldebaran, gfx90a): 104 CUs, 64 GiB HBM2e, PCIe card; five SDMA engines, 2 + 3.
@@ -73,6 +74,7 @@ constexpr GpuModel kMi210 = {
 	.mem_clk_max = 1600,
 	.pcie_max_bandwidth = 31504,
 	.xgmi_bandwidth = 50000,
+	.num_xcc = 1,
 };
 
 // Instinct MI250X, one GCD: the MI210's die with 110 CUs enabled, 64 GiB HBM2e per GCD.
@@ -84,7 +86,7 @@ constexpr GpuModel kMi250x = [] {
 	return m;
 }();
 
-// Instinct MI300X (gfx942) in SPX mode: 304 CUs, 192 GiB HBM3.
+// Instinct MI300X (gfx942) in SPX+NPS1 mode: 304 CUs on 8 XCCs, 192 GiB HBM3.
 constexpr GpuModel kMi300x = {
 	.asic = "ip discovery",
 	.device_id = 0x74a1,
@@ -106,18 +108,19 @@ constexpr GpuModel kMi300x = {
 	.mem_clk_max = 1300,
 	.pcie_max_bandwidth = 63008,
 	.xgmi_bandwidth = 64000,
+	.num_xcc = 8,
 };
 
-// One XCD of an MI300X in CPX mode with NPS4 memory: 38 CUs, 48 GiB, two SDMA engines, no xGMI
-// engine of its own.
+// One XCD of an MI300X in CPX mode with NPS4 memory: 38 CUs, two SDMA engines, no xGMI engine of
+// its own, 24 GiB (an NPS4 memory partition of 48 GiB shared by two CPX partitions).
 constexpr GpuModel kMi300xCpx = [] {
 	GpuModel m = kMi300x;
 	m.simd_count = 152;
-	m.caches_count = 78;
+	m.caches_count = 80;
 	m.array_count = 4;
 	m.num_sdma_xgmi_engines = 0;
-	m.hbm_size = 48 * kGiB;
-	m.mem_width = 1024;
+	m.hbm_size = 24 * kGiB;
+	m.num_xcc = 1;
 	return m;
 }();
 
@@ -324,7 +327,9 @@ const std::vector<std::pair<std::string, GpuModel>> &gpu_models()
 		{ "mi100", kMi100 },
 		{ "mi210", kMi210 },
 		{ "mi250x", kMi250x },
-		{ "gfx942_cpx", kMi300xCpx },
+		{ "mi300x_spx", kMi300x },
+		{ "mi300x_cpx", kMi300xCpx }, // NPS1: the 192 GiB shared by the 8 partitions
+		{ "mi300x_cpx_nps4", kMi300xCpx },
 	};
 	return models;
 }

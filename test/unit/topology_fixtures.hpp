@@ -67,6 +67,7 @@ struct GpuModel {
 	uint32_t mem_clk_max;
 	uint32_t pcie_max_bandwidth;
 	uint32_t xgmi_bandwidth;
+	uint32_t num_xcc; // XCCs one node runs as one GPU (MI300 in SPX: 8)
 };
 
 // What amdgpu keeps of VRAM for itself: a bank's size_in_bytes is the HBM minus this.

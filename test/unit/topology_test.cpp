@@ -894,11 +894,8 @@ TEST(GpuModels, EmulatorAndFixturesDescribeEachPartAlike)
 		};
 		for (const auto &[key, value] : same)
 			EXPECT_EQ(number(key), value) << key;
-		// The emulator's CPX preset is one OAM in NPS1 (the HBM shared by its 8 partitions), the
-		// fixture's CPX tree NPS4 (a quarter each): the same part, memory split another way.
-		if (name != "gfx942_cpx") {
-			EXPECT_EQ(number("vram_mb") << 20, fixture.hbm_size);
-		}
+		EXPECT_EQ(number("vram_mb") << 20, fixture.hbm_size);
+		EXPECT_EQ(number("num_xcc") == ~0ull ? 1 : number("num_xcc"), fixture.num_xcc);
 		// Not compared: capability (the emulator leaves out what it does not emulate, SVM) and
 		// caches_count (the emulator derives it from its cache table).
 	}

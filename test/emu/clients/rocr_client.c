@@ -410,13 +410,6 @@ static void check_kernel_runs(struct gpu *g, hsa_queue_t *q, struct queue_error 
 		out[i] = SENTINEL;
 	v = dispatch(q, e, (uint64_t)(uintptr_t)(buf + AT_STORE_IDS), buf + AT_KERNARG, STORE_IDS_GRID, STORE_IDS_WG,
 		     &t);
-	/* the hand-made kernel is gfx908/gfx90a code, and the emulated shader core runs no other */
-	if (!strcmp(g->name, "gfx942")) {
-		ok(e->seen && e->status == (hsa_status_t)HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION,
-		   "GPU node %u: a gfx90a kernel on gfx942 ends as an illegal instruction (%s) # SKIP the emulated shader core executes gfx908 and gfx90a code only",
-		   g->id, e->seen ? status_text(e->status) : "no queue error");
-		return;
-	}
 	ok(v == 0 && !e->seen,
 	   "GPU node %u: a kernel of %d work-items in workgroups of %d (the last one partial) runs to completion in %.3f s (signal %" PRId64 ", %s)",
 	   g->id, STORE_IDS_GRID, STORE_IDS_WG, t, (int64_t)v, e->seen ? status_text(e->status) : "no queue error");

@@ -127,11 +127,18 @@ static void random_counts(enum emu_isa_target isa, u32 *nvgpr, u32 *nagpr)
 {
 	*nvgpr = 1 + rnd_below(256);
 	/* gfx90a: at most 256 AccVGPRs once the unified file is rounded to 8 */
-	*nagpr = rnd_below(isa == EMU_ISA_GFX90A ? 249 : 257);
+	*nagpr = rnd_below(emu_isa_unified_vgprs(isa) ? 249 : 257);
 	if (!rnd_below(4))
 		*nagpr = 0;
 }
 
+/* the targets in turn: gfx908, gfx90a, gfx942 (whose save layout is gfx90a's) */
+static enum emu_isa_target isa_of(unsigned int iter)
+{
+	static const enum emu_isa_target isas[] = { EMU_ISA_GFX908, EMU_ISA_GFX90A, EMU_ISA_GFX942 };
+
+	return isas[iter % 3];
+}
 static void scene_random(struct scene *s, enum emu_isa_target isa)
 {
 	u32 g, j;
@@ -295,7 +302,7 @@ static int wave_matches(const struct emu_wave *a, const struct emu_wave *b)
 		return 0;
 	if (b->nvgpr < a->nvgpr || b->nvgpr % 4 || b->nagpr < a->nagpr)
 		return 0;
-	if (a->isa == EMU_ISA_GFX90A && (b->nvgpr + b->nagpr) % 8)
+	if (emu_isa_unified_vgprs(a->isa) && (b->nvgpr + b->nagpr) % 8)
 		return 0;
 	if (a->isa == EMU_ISA_GFX908 && b->nagpr != b->nvgpr)
 		return 0;
@@ -542,7 +549,7 @@ static int dbgapi_walk(const struct scene *s, const struct saved *sv)
 				}
 				break;
 			}
-			if (s->isa == EMU_ISA_GFX90A) {
+			if (emu_isa_unified_vgprs(s->isa)) {
 				arch = ((state >> 24 & 0x3f) + 1) * 4;
 				acc = ((state & 0x3f) + 1) * 8 - arch;
 			} else {
@@ -552,7 +559,7 @@ static int dbgapi_walk(const struct scene *s, const struct saved *sv)
 			nsgpr = ((state >> 6 & 7) + 1) * 16 - 16;
 			csa = last - 64;
 			if (relaunch & (1u << 17)) {
-				lds = (state >> 9 & (s->isa == EMU_ISA_GFX90A ? 0xff : 0x1ff)) * 512;
+				lds = (state >> 9 & (emu_isa_unified_vgprs(s->isa) ? 0xff : 0x1ff)) * 512;
 				csa -= lds;
 			}
 			ttmps = csa - 16 * 4;
@@ -617,7 +624,7 @@ static void test_rocdbgapi_reads_what_we_save(void)
 		struct scene s;
 		struct saved sv;
 
-		scene_random(&s, iter % 2 ? EMU_ISA_GFX908 : EMU_ISA_GFX90A);
+		scene_random(&s, isa_of(iter));
 		EXPECT(save(&s, BIG_CTX, MI210_CTL, &sv) == 0);
 		EXPECT(dbgapi_walk(&s, &sv));
 		saved_free(&sv);
@@ -637,7 +644,7 @@ static void test_round_trip_random(void)
 		struct restored r;
 		u32 i;
 
-		scene_random(&s, iter % 3 ? EMU_ISA_GFX90A : EMU_ISA_GFX908);
+		scene_random(&s, isa_of(iter + 1));
 		EXPECT(save(&s, BIG_CTX, MI210_CTL, &sv) == 0);
 		EXPECT(emu_cwsr_state_check(&sv.area, &sv.st) == 0);
 		EXPECT(emu_cwsr_save_area_used(&sv.area, &sv.st) == sv.wave_bytes);
@@ -680,7 +687,7 @@ static void test_second_cycle_is_identical(void)
 		struct saved sv, sv2;
 		struct restored r;
 
-		scene_random(&s, iter % 2 ? EMU_ISA_GFX908 : EMU_ISA_GFX90A);
+		scene_random(&s, isa_of(iter));
 		EXPECT(save(&s, BIG_CTX, MI210_CTL, &sv) == 0);
 		EXPECT(restore(&sv, sv.wave_bytes, &r) == 0);
 		memset(&again, 0, sizeof(again));

@@ -64,6 +64,7 @@ struct gpu {
 	unsigned int node;	  /* topology node index */
 	unsigned int render_minor;
 	uint64_t vram_size;	  /* sum of the node's FB mem banks */
+	unsigned int num_xcc;	  /* XCCs the node runs as one GPU (1 where KFD prints none) */
 	int render_fd;		  /* the main process' render file, given to ACQUIRE_VM */
 };
 

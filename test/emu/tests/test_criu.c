@@ -434,6 +434,34 @@ static bool dmabuf_fd_ok(uint32_t fd, uint64_t size, int accmode, const char *wh
 	return true;
 }
 
+static size_t blob_bo_priv(const struct criu_state *st, uint32_t k);
+static bool blob_has_61_layout(const struct criu_state *st);
+
+/*
+ * The queue object of a 6.1-layout blob (kfd_criu_queue_priv_data) carries one MQD and one
+ * control stack per XCC of its GPU, all the MQDs first (amdkfd's multi-XCC checkpoint): mqd_size
+ * @112 is 2048 per XCC, ctl_stack_size @108 the queue's per-XCC size times the XCCs, and the
+ * save area's size @104 one XCC's.
+ */
+static void check_queue_per_xcc(struct criu_state *st)
+{
+	const struct gpu *g = &st->ctx->gpu[0];
+	uint32_t type, ctx_size, ctl, mqd;
+	size_t at = blob_bo_priv(st, st->info.num_bos);
+
+	if (at + 120 > st->info.priv_data_size)
+		return;
+	memcpy(&type, st->priv + at, 4);
+	memcpy(&ctx_size, st->priv + at + 104, 4);
+	memcpy(&ctl, st->priv + at + 108, 4);
+	memcpy(&mqd, st->priv + at + 112, 4);
+	if (!tap_ok(type == 0 && mqd == 2048 * g->num_xcc && ctl == 4096 * g->num_xcc && ctx_size == 64 * 1024,
+		    "CHECKPOINT: the queue carries an MQD and a control stack for each of its GPU's %u XCC(s) (§2.2)",
+		    g->num_xcc))
+		tap_diag("object type %u, mqd_size %u, ctl_stack_size %u, ctx_save_restore_area_size %u", type, mqd,
+			 ctl, ctx_size);
+}
+
 static void check_checkpoint_result(struct criu_state *st)
 {
 	struct ctx *ctx = st->ctx;
@@ -632,6 +660,8 @@ static bool dump_target(struct criu_state *st)
 		return false;
 	st->checkpointed = true;
 	check_checkpoint_result(st);
+	if (blob_has_61_layout(st))
+		check_queue_per_xcc(st);
 	check_target_vram(st);
 	heartbeat_paused(st, "heartbeat: queues stay evicted after CHECKPOINT (§2.2)");
 

@@ -142,6 +142,7 @@ int ctx_init(struct ctx *ctx)
 		gpu->node = n;
 		gpu->render_minor = (unsigned int)minor;
 		gpu->vram_size = node_vram_size(n, text);
+		gpu->num_xcc = prop_get(text, "num_xcc", &minor) && minor ? (unsigned int)minor : 1;
 		gpu->render_fd = open_render(gpu);
 		if (gpu->render_fd < 0) {
 			tap_diag("cannot open /dev/dri/renderD%u: %s", gpu->render_minor,

@@ -10,9 +10,11 @@
 
 [ -e "$EMU_KO" ] || { echo "emulator not built ($EMU_KO)"; exit 77; }
 
-# GPUs per preset (test/emu/emu_main.c).
-declare -A preset_gpus=([mi100]=1 [2xmi210]=2 [mi250x]=4 [cpx8]=8)
-presets="mi100 2xmi210 mi250x cpx8"
+# GPUs per preset (test/emu/emu_main.c); the MI300X presets' XCCs per node and nodes per GPU.
+declare -A preset_gpus=([mi100]=1 [2xmi210]=2 [mi250x]=4 [2xmi300x]=2 [8xmi300x]=8 [cpx8]=8 [cpx8-nps4]=8)
+declare -A preset_xccs=([2xmi300x]=8 [8xmi300x]=8 [cpx8]=1 [cpx8-nps4]=1)
+declare -A preset_partitions=([2xmi300x]=1 [8xmi300x]=1 [cpx8]=8 [cpx8-nps4]=8)
+presets="mi100 2xmi210 mi250x 2xmi300x 8xmi300x cpx8 cpx8-nps4"
 
 dmesg_mark "10-emu-load: begin"
 
@@ -102,6 +104,34 @@ check_topology() {
 	fi
 }
 
+# check_partitions <preset>: an MI300X preset's nodes as KFD shows them in its partition mode: the
+# XCCs of each (num_xcc, printed by 6.5 and newer), its GPU's partitions sharing one unique_id,
+# and between them xGMI links of weight 13
+check_partitions() {
+	local p=$1 xccs=${preset_xccs[$1]} parts=${preset_partitions[$1]} n bad="" uid
+	local -A per_uid=()
+	for n in $(emu_gpu_nodes); do
+		if grep -q '^num_xcc ' "$KFD_TOPOLOGY/$n/properties"; then
+			[ "$(emu_node_prop "$n" num_xcc)" = "$xccs" ] || bad+=" node $n num_xcc $(emu_node_prop "$n" num_xcc)"
+		elif [ "${VM_GUEST:-bookworm}" = trixie ]; then
+			bad+=" node $n has no num_xcc"
+		fi
+		uid=$(emu_node_prop "$n" unique_id)
+		per_uid[$uid]=$((${per_uid[$uid]:-0} + 1))
+	done
+	for uid in "${!per_uid[@]}"; do
+		[ "${per_uid[$uid]}" = "$parts" ] || bad+=" unique_id $uid on ${per_uid[$uid]} nodes"
+	done
+	if [ "$parts" -gt 1 ] && ! grep -qx 'weight 13' "$KFD_TOPOLOGY"/1/io_links/*/properties; then
+		bad+=" no weight-13 link between partitions"
+	fi
+	if [ -z "$bad" ]; then
+		tap_ok "$p: each node runs $xccs XCC(s), each GPU is $parts node(s) sharing its unique_id"
+	else
+		tap_not_ok "$p: each node runs $xccs XCC(s), each GPU is $parts node(s) sharing its unique_id" "$bad"
+	fi
+}
+
 for p in $presets; do
 	want=${preset_gpus[$p]}
 	if ! emu_reload preset="$p"; then
@@ -110,6 +140,7 @@ for p in $presets; do
 	fi
 	tap_ok "$p: load"
 	check_topology "$p" "$want"
+	[ -z "${preset_xccs[$p]:-}" ] || check_partitions "$p"
 	default_ids=$(gpu_ids)
 	minors_before=$(render_minors)
 

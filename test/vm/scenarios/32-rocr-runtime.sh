@@ -68,16 +68,11 @@ for p in mi100 2xmi210 mi250x cpx8; do
 	# emu_aql_log_stop's lines: "<what> at 0x<address> (packet <n>); queue error 0x<code>, ..."
 	since=$(dmesg | sed -n "/32-rocr-runtime: $p\$/,\$p")
 	aql=$(grep '\[aql\]' <<<"$since")
-	# The MFMA kernel stops as an illegal instruction: at its first wave on gfx908/gfx90a, at its
-	# dispatch on the gfx942 of cpx8, whose code the shader core does not execute (the same queue
-	# error for the runtime either way).
-	illegal=$(grep -cE "(wave: illegal instruction|the shader core executes gfx908 and gfx90a code, not this GPU's) at 0x[0-9a-f]* \(packet [0-9]*\); queue error 0x40000000," <<<"$aql")
+	# The MFMA kernel stops as an illegal instruction at its first wave.
+	illegal=$(grep -cE "wave: illegal instruction at 0x[0-9a-f]* \(packet [0-9]*\); queue error 0x40000000," <<<"$aql")
 	unmapped=$(grep -c 'kernel descriptor not readable at 0x1000 (packet [0-9]*); queue error 0x20000000,' <<<"$aql")
-	name="$p: the kernel log names, for each of the $n GPUs, the MFMA kernel's illegal instruction (and on cpx8 the gfx90a kernel's) and the unmapped kernel descriptor, and no other AQL error"
-	# On cpx8 the client also dispatches a gfx90a kernel to each gfx942 (its own check that such a
-	# kernel ends as an illegal instruction), which the shader core refuses the same way.
+	name="$p: the kernel log names, for each of the $n GPUs, the MFMA kernel's illegal instruction and the unmapped kernel descriptor, and no other AQL error"
 	want_illegal=$n
-	[ "$p" != cpx8 ] || want_illegal=$((2 * n))
 	if [ "$illegal" = "$want_illegal" ] && [ "$unmapped" = "$n" ] && [ "$(grep -c . <<<"$aql")" = $((want_illegal + n)) ]; then
 		tap_ok "$name"
 	else
