@@ -919,6 +919,31 @@ TEST(GpuMatcherPolicy, ModelMismatchNamesGpuPropertyAndBothValues)
 	EXPECT_TRUE(contains(error, "more differences")) << error;
 }
 
+TEST(GpuMatcherPolicy, PartitionModeMismatchIsNamedFirstWithBothModes)
+{
+	// An MI300X node dumped in SPX mode, restored on one in CPX mode, and the other way round: a
+	// queue's state has one MQD per XCC, so neither can take the other's; the mode is the reason
+	// given first, with the XCCs of both.
+	const Topology spx = fixture("mi300x-8gpu-spx"), cpx = parse_topology(test::mi300x_cpx_tree());
+	const std::string to_cpx = match_error(spx, cpx);
+	EXPECT_TRUE(contains(to_cpx, "no local GPU fits (closest of 64): ")) << to_cpx;
+	EXPECT_TRUE(contains(to_cpx, " is in compute partition mode CPX (1 XCC per node), the image's GPU was in "
+				     "SPX (8 XCCs per node) (its queues' state has one MQD per XCC); has simd_count "
+				     "152, not 1216"))
+		<< to_cpx;
+	// one OAM's 8 partitions (nodes 2..9), no more GPUs than the SPX node has
+	std::vector<Node> oam;
+	for (const Node &n : cpx.nodes())
+		if (n.node_id < 10)
+			oam.push_back(n);
+	const std::string to_spx = match_error(Topology(std::move(oam)), spx);
+	EXPECT_TRUE(contains(to_spx, "is in compute partition mode SPX (8 XCCs per node), the image's GPU was in "
+				     "CPX (1 XCC per node)"))
+		<< to_spx;
+	// the same mode matches
+	EXPECT_TRUE(valid_mapping(cpx, cpx, {}, match_gpus(cpx, cpx, {})));
+}
+
 TEST(GpuMatcherPolicy, ReportsTheClosestOfSeveralLocalGpus)
 {
 	// Image: one MI250X GCD with newer firmware than any local GCD.

@@ -203,46 +203,63 @@ Attributes cpu_properties(uint32_t threads, uint32_t first_thread, size_t links,
 		 { "max_engine_clk_ccompute", clock } };
 }
 
+// The parts a kernel of 6.5 or newer drives, which prints each node's num_xcc
+bool is_mi300(const GpuModel &g)
+{
+	return g.gfx_target_version >= 90400;
+}
+
+uint64_t unique_id(const GpuModel &g, const GpuSlot &slot);
+
 Attributes gpu_properties(const Machine &m, size_t index, size_t links)
 {
 	const GpuModel &g = m.model;
 	const GpuSlot &slot = m.gpus[index];
-	return { { "cpu_cores_count", 0 },
-		 { "simd_count", g.simd_count },
-		 { "mem_banks_count", 1 },
-		 { "caches_count", g.caches_count },
-		 { "io_links_count", links },
-		 { "p2p_links_count", 0 },
-		 { "cpu_core_id_base", 0 },
-		 { "simd_id_base", 0x80001000 + 16 * index },
-		 { "max_waves_per_simd", g.max_waves_per_simd },
-		 { "lds_size_in_kb", 64 },
-		 { "gds_size_in_kb", 0 },
-		 { "num_gws", 64 },
-		 { "wave_front_size", 64 },
-		 { "array_count", g.array_count },
-		 { "simd_arrays_per_engine", 1 },
-		 { "cu_per_simd_array", g.cu_per_simd_array },
-		 { "simd_per_cu", 4 },
-		 { "max_slots_scratch_cu", 32 },
-		 { "gfx_target_version", g.gfx_target_version },
-		 { "vendor_id", kAmdVendorId },
-		 { "device_id", g.device_id },
-		 { "location_id", slot.location_id },
-		 { "domain", 0 },
-		 { "drm_render_minor", slot.render_minor },
-		 { "hive_id", m.hive_id },
-		 { "num_sdma_engines", g.num_sdma_engines },
-		 { "num_sdma_xgmi_engines", g.num_sdma_xgmi_engines },
-		 { "num_sdma_queues_per_engine", 8 },
-		 { "num_cp_queues", 24 },
-		 { "max_engine_clk_fcompute", g.max_engine_clk_fcompute },
-		 { "local_mem_size", 0 },
-		 { "fw_version", g.fw_version },
-		 { "capability", g.capability },
-		 { "sdma_fw_version", g.sdma_fw_version },
-		 { "unique_id", 0x3c2a6e5d00000000ull + slot.gpu_id * 0x10001ull },
-		 { "max_engine_clk_ccompute", m.cpu_clock } };
+	Attributes props = { { "cpu_cores_count", 0 },
+			     { "simd_count", g.simd_count },
+			     { "mem_banks_count", 1 },
+			     { "caches_count", g.caches_count },
+			     { "io_links_count", links },
+			     { "p2p_links_count", 0 },
+			     { "cpu_core_id_base", 0 },
+			     { "simd_id_base", 0x80001000 + 16 * index },
+			     { "max_waves_per_simd", g.max_waves_per_simd },
+			     { "lds_size_in_kb", 64 },
+			     { "gds_size_in_kb", 0 },
+			     { "num_gws", 64 },
+			     { "wave_front_size", 64 },
+			     { "array_count", g.array_count },
+			     { "simd_arrays_per_engine", 1 },
+			     { "cu_per_simd_array", g.cu_per_simd_array },
+			     { "simd_per_cu", 4 },
+			     { "max_slots_scratch_cu", 32 },
+			     { "gfx_target_version", g.gfx_target_version },
+			     { "vendor_id", kAmdVendorId },
+			     { "device_id", g.device_id },
+			     { "location_id", slot.location_id },
+			     { "domain", 0 },
+			     { "drm_render_minor", slot.render_minor },
+			     { "hive_id", m.hive_id },
+			     { "num_sdma_engines", g.num_sdma_engines },
+			     { "num_sdma_xgmi_engines", g.num_sdma_xgmi_engines },
+			     { "num_sdma_queues_per_engine", 8 },
+			     { "num_cp_queues", 24 },
+			     { "max_engine_clk_fcompute", g.max_engine_clk_fcompute },
+			     { "local_mem_size", 0 },
+			     { "fw_version", g.fw_version },
+			     { "capability", g.capability },
+			     { "sdma_fw_version", g.sdma_fw_version },
+			     { "unique_id", unique_id(g, slot) },
+			     { "max_engine_clk_ccompute", m.cpu_clock } };
+	if (is_mi300(g))
+		props.insert(props.end() - 1, { "num_xcc", g.num_xcc });
+	return props;
+}
+
+// The GPU's own id, which an MI300's partitions share (they are one package).
+uint64_t unique_id(const GpuModel &g, const GpuSlot &slot)
+{
+	return 0x3c2a6e5d00000000ull + (is_mi300(g) ? slot.package : slot.gpu_id) * 0x10001ull;
 }
 
 // KFD numbers CPU nodes first, then GPUs in probe order. Each GPU has a PCIe link to its NUMA

@@ -160,6 +160,38 @@ TEST(TopologyFixtures, DISABLED_RegenerateCheckedInTrees)
 // ---------------------------------------------------------------------------------------------
 // Parsing the machine types
 
+TEST(TopologyParse, Mi300xPartitionsFromNumXccAndTheSharedUniqueId)
+{
+	const Topology spx = parse_topology(topology_fixture("mi300x-8gpu-spx"));
+	ASSERT_EQ(spx.gpus().size(), 8u);
+	for (const Node *g : spx.gpus()) {
+		EXPECT_EQ(g->props.num_xcc, 8u);
+		EXPECT_EQ(g->props.device_partitions, 1u);
+	}
+	const Topology cpx = parse_topology(test::mi300x_cpx_tree());
+	ASSERT_EQ(cpx.gpus().size(), 64u);
+	for (const Node *g : cpx.gpus()) {
+		EXPECT_EQ(g->props.num_xcc, 1u);
+		EXPECT_EQ(g->props.device_partitions, 8u);
+	}
+	// a GPU whose kernel prints no num_xcc, and one that is not an MI300
+	for (const Node *g : parse_topology(topology_fixture("mi210-2gpu-pcie")).gpus()) {
+		EXPECT_EQ(g->props.num_xcc, 1u);
+		EXPECT_EQ(g->props.device_partitions, 1u);
+	}
+}
+
+TEST(TopologyParse, ComputePartitionModeNames)
+{
+	EXPECT_EQ(compute_partition_mode(1, 1), "");
+	EXPECT_EQ(compute_partition_mode(8, 1), "SPX");
+	EXPECT_EQ(compute_partition_mode(4, 2), "DPX");
+	EXPECT_EQ(compute_partition_mode(2, 3), "TPX"); // MI300A: 6 XCCs in 3
+	EXPECT_EQ(compute_partition_mode(2, 4), "QPX");
+	EXPECT_EQ(compute_partition_mode(1, 8), "CPX");
+	EXPECT_EQ(compute_partition_mode(1, 6), "CPX");
+}
+
 TEST(TopologyParse, ReadsOneMi100)
 {
 	const Topology t = parse_topology(topology_fixture("mi100-1gpu"));
@@ -595,12 +627,14 @@ Topology through_image(const Topology &t, const std::map<uint32_t, uint32_t> *tr
 	return topology_from_image(*back);
 }
 
-// What an image keeps of a parsed topology: valid links only, no gfx_target_version.
+// What an image keeps of a parsed topology: valid links only, no gfx_target_version or unique_id.
 Topology as_stored(const Topology &t)
 {
 	std::vector<Node> nodes = t.without_invalid_links().nodes();
-	for (Node &n : nodes)
+	for (Node &n : nodes) {
 		n.props.gfx_target_version = 0;
+		n.props.unique_id = 0;
+	}
 	return Topology(std::move(nodes));
 }
 
@@ -629,7 +663,8 @@ TEST(TopologyImage, WritesEveryFieldUpstreamRequiresOnCpuAndGpuEntries)
 	for (const KfdDeviceEntry *e : entries.entries()) {
 		for (unsigned i = 0; i < desc.n_fields; i++) {
 			const ProtobufCFieldDescriptor &f = desc.fields[i];
-			if (f.label != PROTOBUF_C_LABEL_OPTIONAL)
+			// ours (from 1001) are not upstream's to require
+			if (f.label != PROTOBUF_C_LABEL_OPTIONAL || f.id > 1000)
 				continue;
 			const auto *has = reinterpret_cast<const protobuf_c_boolean *>(
 				reinterpret_cast<const char *>(e) + f.quantifier_offset);
@@ -809,6 +844,22 @@ TEST(TopologyImage, ReaderRejectsDuplicates)
 	gpus.add_gpu(1, 0x10);
 	gpus.add_gpu(2, 0x10);
 	EXPECT_EQ(gpus.error(), "amdgpu-kfd-7.img: gpu_id 0x10 appears twice (again on node 2)");
+}
+
+TEST(TopologyImage, PartitioningIsOneWhereAbsentAndRefusedOutOfRange)
+{
+	Entries old = cpu_and_gpu(0x10);
+	const Topology t = old.read();
+	EXPECT_EQ(t.gpu(0x10)->props.num_xcc, 1u);
+	EXPECT_EQ(t.gpu(0x10)->props.device_partitions, 1u);
+	Entries zero = cpu_and_gpu(0x10);
+	zero.entries[1].has_num_xcc = true;
+	zero.entries[1].num_xcc = 0;
+	EXPECT_EQ(zero.error(), "amdgpu-kfd-7.img: node 1 has num_xcc 0 (expected 1 to 64)");
+	Entries many = cpu_and_gpu(0x10);
+	many.entries[1].has_device_partitions = true;
+	many.entries[1].device_partitions = 65;
+	EXPECT_EQ(many.error(), "amdgpu-kfd-7.img: node 1 has device_partitions 65 (expected 1 to 64)");
 }
 
 TEST(TopologyImage, ReaderRejectsLinksOutOfRangeOrOfUnknownType)

@@ -132,6 +132,7 @@ std::vector<size_t> PairRules::preferred_locals(size_t s) const
 std::vector<std::string> PairRules::device_reasons(size_t s, size_t d) const
 {
 	std::vector<std::string> why;
+	partition_reasons(image_[s].node->props, local_[d].node->props, why);
 	for (const PropertyRule &rule : kPropertyRules) {
 		if (rule.enabled && !(policy_.*rule.enabled))
 			continue;
@@ -141,6 +142,26 @@ std::vector<std::string> PairRules::device_reasons(size_t s, size_t d) const
 	}
 	link_reasons(s, d, why);
 	return why;
+}
+
+// The partition rule, first because it is what the other differences follow from: a node runs a
+// queue on each of its XCCs, and KFD's queue state holds an MQD and a control stack per XCC, so the
+// state of a queue on N XCCs fits only a node of N (an SPX image on a CPX node is refused). The
+// memory partition mode (NPS) is not compared: it decides which HBM backs the node's memory and
+// how much there is, which the VRAM size rule checks, and nothing in the saved state depends on it.
+void PairRules::partition_reasons(const NodeProperties &image, const NodeProperties &local,
+				  std::vector<std::string> &why)
+{
+	if (image.num_xcc == local.num_xcc)
+		return;
+	const auto mode = [](const NodeProperties &p) {
+		const std::string name = compute_partition_mode(p.num_xcc, p.device_partitions);
+		return strprintf("%s%s%u XCC%s per node%s", name.c_str(), name.empty() ? "" : " (", p.num_xcc,
+				 p.num_xcc == 1 ? "" : "s", name.empty() ? "" : ")");
+	};
+	why.push_back(strprintf("is in compute partition mode %s, the image's GPU was in %s (its queues' state "
+				"has one MQD per XCC)",
+				mode(local).c_str(), mode(image).c_str()));
 }
 
 void PairRules::link_reasons(size_t s, size_t d, std::vector<std::string> &why) const

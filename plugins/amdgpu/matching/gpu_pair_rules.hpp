@@ -40,6 +40,8 @@ public:
 private:
 	std::vector<std::string> device_reasons(size_t s, size_t d) const;
 	void link_reasons(size_t s, size_t d, std::vector<std::string> &why) const;
+	static void partition_reasons(const NodeProperties &image, const NodeProperties &local,
+				      std::vector<std::string> &why);
 	const char *hive_refusal(size_t s, size_t d, const Placement &p) const;
 	bool numa_attached(const IoLink &image_link, size_t d, const Placement &p) const;
 	void numa_reasons(size_t s, size_t d, const Placement &p, std::vector<std::string> &why) const;

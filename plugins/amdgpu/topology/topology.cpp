@@ -270,6 +270,8 @@ constexpr PropertyKey kPropertyKeys[] = {
 	{ "fw_version", &NodeProperties::fw_version, nullptr },
 	{ "capability", &NodeProperties::capability, nullptr },
 	{ "sdma_fw_version", &NodeProperties::sdma_fw_version, nullptr },
+	{ "num_xcc", &NodeProperties::num_xcc, nullptr },
+	{ "unique_id", nullptr, &NodeProperties::unique_id },
 };
 
 NodeProperties parse_properties(const fs::path &path)
@@ -347,6 +349,19 @@ uint32_t parse_gpu_id(std::string_view text, const fs::path &path)
 		fail(-EINVAL, "%s:1: gpu_id %llu is out of range (KFD gpu_ids have 16 bits)", path.c_str(),
 		     static_cast<unsigned long long>(id));
 	return static_cast<uint32_t>(id);
+}
+
+// The partitions of each physical GPU: the GPU nodes that share its unique_id (an MI300 in CPX
+// mode shows one node per XCC, all with the device's id). KFD prints 0 where the driver has no id.
+void count_partitions(std::vector<Node> &nodes)
+{
+	std::map<uint64_t, uint32_t> per_device;
+	for (const Node &n : nodes)
+		if (n.is_gpu() && n.props.unique_id)
+			per_device[n.props.unique_id]++;
+	for (Node &n : nodes)
+		if (n.is_gpu() && n.props.unique_id)
+			n.props.device_partitions = per_device[n.props.unique_id];
 }
 
 } // namespace
@@ -519,7 +534,27 @@ Topology parse_topology(const fs::path &nodes_dir)
 		node.links = parse_links(dir);
 		nodes.push_back(std::move(node));
 	}
+	count_partitions(nodes);
 	return Topology(std::move(nodes));
+}
+
+std::string compute_partition_mode(uint32_t num_xcc, uint32_t device_partitions)
+{
+	if (num_xcc <= 1 && device_partitions <= 1)
+		return "";
+	if (device_partitions <= 1)
+		return "SPX";
+	if (num_xcc <= 1)
+		return "CPX";
+	switch (device_partitions) {
+	case 2:
+		return "DPX";
+	case 3:
+		return "TPX";
+	case 4:
+		return "QPX";
+	}
+	return strprintf("%u-partition", device_partitions);
 }
 
 std::string node_ranges(std::vector<uint32_t> ids)

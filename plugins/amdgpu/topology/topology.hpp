@@ -35,6 +35,11 @@ enum class IoLinkType : uint32_t {
 
 const char *io_link_type_name(IoLinkType type);
 
+// The compute partition mode amdgpu names for an MI300-class GPU from a node's XCCs and its
+// GPU's partitions: "SPX" (one node of every XCC), "DPX", "TPX", "QPX" (2, 3, 4 nodes), "CPX" (a
+// node per XCC); "" for a GPU that is not partitioned into XCCs.
+std::string compute_partition_mode(uint32_t num_xcc, uint32_t device_partitions);
+
 struct IoLink {
 	IoLinkType type = IoLinkType::pcie;
 	uint32_t node_to = 0;
@@ -78,8 +83,14 @@ struct NodeProperties {
 	// From the node's VRAM bank (mem_banks/*/properties), GPU nodes only.
 	bool vram_public = false; // heap_type 1 (large BAR) rather than 2
 	uint64_t vram_size = 0;
+	// An MI300-class GPU's partitioning: the XCCs the node runs as one GPU (KFD's num_xcc, 1 where
+	// KFD does not print it) and how many KFD nodes its physical GPU is split into (nodes sharing
+	// its unique_id; counted among the nodes visible, 1 for a whole GPU).
+	uint32_t num_xcc = 1;
+	uint32_t device_partitions = 1;
 	// Informational (tools, logs); not part of the kfd image, never compared.
 	uint32_t gfx_target_version = 0;
+	uint64_t unique_id = 0;
 
 	bool operator==(const NodeProperties &) const = default;
 };

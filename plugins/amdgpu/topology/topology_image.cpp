@@ -143,6 +143,12 @@ void DeviceEntries::fill(KfdDeviceEntry &e, const Node &node, const std::map<uin
 	}
 	e.has_vram_public = true;
 	e.vram_public = node.props.vram_public ? 1 : 0;
+	if (node.is_gpu()) {
+		e.has_num_xcc = true;
+		e.num_xcc = node.props.num_xcc;
+		e.has_device_partitions = true;
+		e.device_partitions = node.props.device_partitions;
+	}
 
 	// link_ptrs_ was reserved for every link: its data() does not move while it grows.
 	e.iolinks = link_ptrs_.data() + link_ptrs_.size();
@@ -213,6 +219,19 @@ uint32_t checked_gpu_id(const KfdDeviceEntry &e, const NodeProperties &props, st
 	return gpu_id;
 }
 
+// num_xcc or device_partitions of an entry: 1 when absent (an image of a GPU without them), else
+// 1 to kMaxPartitioning.
+uint32_t checked_partitioning(bool has, uint32_t value, const char *field, uint32_t node_id, const char *name)
+{
+	constexpr uint32_t kMaxPartitioning = 64;
+	if (!has)
+		return 1;
+	if (value == 0 || value > kMaxPartitioning)
+		fail(-EINVAL, "%s: node %u has %s %u (expected 1 to %u)", name, node_id, field, value,
+		     kMaxPartitioning);
+	return value;
+}
+
 // The links of an entry, each of a known type and to another node the image describes.
 std::vector<IoLink> checked_links(const KfdDeviceEntry &e, const std::set<uint32_t> &node_ids, const char *name)
 {
@@ -256,6 +275,9 @@ Topology topology_from_device_entries(std::span<const KfdDeviceEntry *const> ent
 		for (const U64Field &f : kU64Fields)
 			node.props.*f.prop = e.*f.has ? e.*f.value : 0;
 		node.props.vram_public = e.has_vram_public && e.vram_public;
+		node.props.num_xcc = checked_partitioning(e.has_num_xcc, e.num_xcc, "num_xcc", e.node_id, name);
+		node.props.device_partitions = checked_partitioning(e.has_device_partitions, e.device_partitions,
+								    "device_partitions", e.node_id, name);
 		node.gpu_id = checked_gpu_id(e, node.props, gpu_ids, name);
 		node.links = checked_links(e, node_ids, name);
 		nodes.push_back(std::move(node));
