@@ -113,6 +113,7 @@ struct queue_mem {
 	void *ctx_save;
 };
 int queue_mem_init(struct queue_mem *m);
+void queue_mem_free(struct queue_mem *m);
 void queue_args_init(struct kfd_ioctl_create_queue_args *a, uint32_t gpu_id,
 		     const struct queue_mem *m, volatile uint64_t *rptr);
 

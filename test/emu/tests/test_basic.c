@@ -160,7 +160,7 @@ void test_before_acquire(struct ctx *ctx)
 	queue_args_init(&q, ctx->gpu[0].id, &qm, &rptr);
 	r = kfd_ioctl(ctx->kfd, AMDKFD_IOC_CREATE_QUEUE, &q);
 	tap_errno(r, ESRCH, "CREATE_QUEUE before ACQUIRE_VM -> ESRCH (§2.0)");
-	munmap(qm.ring, 256 * 1024);
+	queue_mem_free(&qm);
 }
 
 void test_acquire_vm(struct ctx *ctx)

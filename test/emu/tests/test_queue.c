@@ -163,7 +163,7 @@ void test_queues(struct ctx *ctx)
 			tap_diag("read pointer %llu -> %llu", (unsigned long long)before,
 				 (unsigned long long)after);
 	}
-	munmap(m1.ring, 256 * 1024);
-	munmap(m2.ring, 256 * 1024);
-	munmap(m3.ring, 256 * 1024);
+	queue_mem_free(&m1);
+	queue_mem_free(&m2);
+	queue_mem_free(&m3);
 }

@@ -325,21 +325,30 @@ int criu_op(int kfd, struct kfd_ioctl_criu_args *args, uint32_t op)
 
 /*
  * Queue memory the way the thunk lays it out (§3.5), all in ordinary
- * anonymous memory: the 6.1 driver only access_ok()s these addresses.
+ * anonymous memory: the 6.1 driver only access_ok()s these addresses.  The
+ * context save area has room for one 64 KiB area per XCC of an MI300X in
+ * SPX mode (8), as the thunk allocates it there.
  */
+#define QUEUE_MEM_SIZE (128 * 1024 + 8 * 64 * 1024)
+
 int queue_mem_init(struct queue_mem *m)
 {
-	uint8_t *base = mmap(NULL, 256 * 1024, PROT_READ | PROT_WRITE,
+	uint8_t *base = mmap(NULL, QUEUE_MEM_SIZE, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (base == MAP_FAILED)
 		return -errno;
-	memset(base, 0, 256 * 1024);
+	memset(base, 0, QUEUE_MEM_SIZE);
 	m->ring = base;
 	m->wptr = (uint64_t *)(base + 64 * 1024);
 	m->eop = base + 68 * 1024;
 	m->ctx_save = base + 128 * 1024;
 	return 0;
+}
+
+void queue_mem_free(struct queue_mem *m)
+{
+	munmap(m->ring, QUEUE_MEM_SIZE);
 }
 
 void queue_args_init(struct kfd_ioctl_create_queue_args *a, uint32_t gpu_id,
