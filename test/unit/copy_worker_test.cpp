@@ -2,12 +2,17 @@
 //
 // The thread that runs the dump's GPU copies beside criu: items run in the order posted, one at a
 // time; the first failure reaches the join and the later items only clean up; the thread's log
-// lines reach criu's log from criu's thread alone.
+// lines reach criu's log from criu's thread alone; its signals go to criu's thread.
 #include "copy/copy_worker.hpp"
 
 #include "criu_host.hpp"
 #include "support/error.hpp"
 #include "support/log.hpp"
+#include "support/plugin_thread.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -93,6 +98,57 @@ TEST(CopyWorker, TheThreadsLinesReachCriusLogFromCriusThreadInOrder)
 	EXPECT_EQ(capture.lines, expected);
 	for (const std::thread::id t : capture.threads)
 		EXPECT_EQ(t, criu) << "a line was written into criu's log from another thread";
+}
+
+std::atomic<pthread_t> signalled_thread;
+
+void note_signalled_thread(int)
+{
+	signalled_thread = pthread_self();
+}
+
+// criu, dumping, answers SIGCHLD (a dumped task died) with exit(), from whichever thread takes it,
+// and blocks SIGCHLD itself in places. A signal sent to the process while the copy runs must wait
+// for criu's thread: a copy thread that could take it would, whenever criu's blocks it.
+TEST(CopyWorker, SignalsToTheProcessWaitForCriusThreadWhileItBlocksThem)
+{
+	struct sigaction sa = {}, old = {};
+	sa.sa_handler = note_signalled_thread;
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+	signalled_thread = pthread_t {};
+	std::atomic<bool> blocked { false };
+	CopyWorker worker; // its thread starts with criu's mask of the moment, then criu blocks
+	worker.post([&](bool) {
+		while (!blocked)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		kill(getpid(), SIGUSR2);
+		std::this_thread::sleep_for(std::chrono::milliseconds(20)); // time to take it, if it could
+	});
+	sigset_t usr2, before;
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &usr2, &before);
+	blocked = true;
+	worker.join();
+	const bool taken_during_copy = !pthread_equal(signalled_thread.load(), pthread_t {});
+	pthread_sigmask(SIG_SETMASK, &before, nullptr); // criu's thread takes it now
+	sigaction(SIGUSR2, &old, nullptr);
+	EXPECT_FALSE(taken_during_copy) << "a copy thread took the signal while criu's blocked it";
+	EXPECT_TRUE(pthread_equal(signalled_thread.load(), pthread_self())) << "criu's thread did not take it";
+}
+
+TEST(PluginThread, BlocksEverySignalInTheThreadAndLeavesTheCallersMaskAlone)
+{
+	sigset_t before, after, inside;
+	pthread_sigmask(SIG_SETMASK, nullptr, &before);
+	std::thread t = plugin_thread([&] { pthread_sigmask(SIG_SETMASK, nullptr, &inside); });
+	t.join();
+	pthread_sigmask(SIG_SETMASK, nullptr, &after);
+	for (int sig : { SIGCHLD, SIGINT, SIGTERM, SIGUSR1, SIGRTMIN })
+		EXPECT_TRUE(sigismember(&inside, sig)) << "signal " << sig << " not blocked in the thread";
+	for (int sig = 1; sig < SIGRTMIN; sig++)
+		EXPECT_EQ(sigismember(&before, sig), sigismember(&after, sig)) << "signal " << sig;
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 #include "support/error.hpp"
 #include "images/image_store.hpp"
 #include "support/log.hpp"
+#include "support/plugin_thread.hpp"
 #include "images/pages_blocks.hpp"
 #include "copy/sdma_packets.hpp"
 #include "copy/staging_memory.hpp"
@@ -529,7 +530,7 @@ std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const
 	ImageTurns turns(image_dir.streamed(), jobs, cancel);
 	std::vector<std::thread> threads;
 	for (size_t i = 0; i < jobs.size(); i++) {
-		threads.emplace_back([&, i] {
+		threads.push_back(plugin_thread([&, i] {
 			try {
 				GpuWorker worker(direction, jobs[i], i, image_dir, kfd_id, max_buffer_size, cancel,
 						 turns);
@@ -539,7 +540,7 @@ std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const
 				cancel = true;
 				turns.wake_all();
 			}
-		});
+		}));
 	}
 	for (auto &t : threads)
 		t.join();

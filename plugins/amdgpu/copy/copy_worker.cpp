@@ -2,6 +2,7 @@
 #include "copy/copy_worker.hpp"
 
 #include "support/log.hpp"
+#include "support/plugin_thread.hpp"
 
 #include <unistd.h>
 
@@ -77,7 +78,7 @@ void CopyWorker::post(Work work)
 	if (!s.thread) { // first, so that no item waits for a thread that could not start
 		s.logs.emplace();
 		try {
-			s.thread.emplace([&s] { s.run(); });
+			s.thread.emplace(plugin_thread([&s] { s.run(); }));
 		} catch (...) {
 			s.logs.reset();
 			throw;

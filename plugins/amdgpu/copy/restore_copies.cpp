@@ -3,6 +3,7 @@
 
 #include "support/error.hpp"
 #include "support/log.hpp"
+#include "support/plugin_thread.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -179,7 +180,7 @@ void GuardCopies::queue(pid_t pid, HandedContents handed)
 		state_->queued.emplace_back(pid, std::move(handed));
 	}
 	if (!thread_.joinable())
-		thread_ = std::thread([state = state_] { state->run(); });
+		thread_ = plugin_thread([state = state_] { state->run(); });
 	state_->wake.notify_all();
 }
 

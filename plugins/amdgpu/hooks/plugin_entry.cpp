@@ -51,7 +51,10 @@ struct PluginRun {
 	std::unique_ptr<RestoreGuard> restore_guard; // started by criu's main process
 };
 
-std::unique_ptr<PluginRun> run;
+// Never destroyed. criu ends with exit() where it gives up (while it dumps, its SIGCHLD handler
+// when a dumped task dies): destroying the run there would tear the session down under the
+// plugin's copy threads. The process is ending; the dump guard resumes what it paused.
+std::unique_ptr<PluginRun> &run = *new std::unique_ptr<PluginRun>();
 
 template <typename Fn> int guarded(const char *hook, Fn &&fn) noexcept
 {

@@ -15,7 +15,11 @@
 # for the libhsakmt and ROCm-runtime workloads at two moments. Then the guard does nothing when
 # the dump completes: with -R (the task runs on, no guard line anywhere, no guard left) and
 # without (criu kills the task; it is not resumed behind criu's back), and the restore of that
-# image leaves no guard, no guard socket and no guard log either.
+# image leaves no guard, no guard socket and no guard log either. And the other way round: the
+# dumped task killed while its GPU pages are written (beside criu, under 4.3; criu learns of it from
+# its parasite, or its SIGCHLD handler calls exit(1) from wherever criu is): criu fails with status
+# 1 and a clean log, neither crashing nor logging garbage from a plugin torn down under its own copy
+# threads, and no guard is left.
 # timeout: 900
 . test/vm/lib.sh
 . test/e2e/lib.sh
@@ -137,6 +141,49 @@ log "time from criu's death to the queues beating again (goal: under 2 s):"
 for k in "${!beat_ms[@]}"; do
 	log "  $k: ${beat_ms[$k]} ms"
 done | sort
+
+# --- the task killed during the dump: criu exits, the plugin does not crash it -----------------
+
+# task_killed_at <moment>: the kfd workload's task SIGKILLed at the moment of its dump; criu must
+# fail with status 1, not crash
+task_killed_at() {
+	local moment=$1 img=/tmp/img-90-task-killed mark rc bad
+	wl_fresh kfd preset=2xmi210 -- --vram-mb 32 --bo-mb 8 || return
+	rm -rf "$img"
+	mkdir -p "$img"
+	echo "$SDMA_MBPS" >/sys/module/amdgpu/parameters/sdma_mbps
+	mark="e2e-90: task killed $moment"
+	echo "$mark" >/dev/kmsg
+	criu_start dump -t "$pid" -D "$img" --link-remap
+	if ! wait_moment "$moment" "$pid" "$img"; then
+		tap_not_ok "kfd: criu dump reaches $moment" "$(criu_log_names "$CRIU_LAST_LOG")"
+		criu_kill_now "$killed_at"
+		echo 0 >/sys/module/amdgpu/parameters/sdma_mbps
+		wl_kill "$pid"
+		return
+	fi
+	kill -KILL "$pid"
+	wait "$CRIU_PID"
+	rc=$?
+	echo 0 >/sys/module/amdgpu/parameters/sdma_mbps
+	tap_check "kfd: task killed at $moment: criu fails with status 1 (got $rc), not a crash" [ "$rc" = 1 ]
+	# every line the plugin wrote is text: nothing printed from a freed session
+	bad=$(grep -a 'amdgpu_plugin: ' "$CRIU_LAST_LOG" | LC_ALL=C grep -c '[^[:print:][:space:]]')
+	tap_check "kfd: ... and the plugin's lines in criu's log are all text ($bad are not)" [ "$bad" = 0 ]
+	if dmesg | sed -n "\\|$mark\$|,\$p" | grep -Eq 'criu\[[0-9]+\]: segfault|traps: criu\['; then
+		tap_not_ok "kfd: ... and criu did not fault" "$(dmesg | grep -E 'traps: criu|criu\[[0-9]+\]: segfault' | tail -n1)"
+	else
+		tap_ok "kfd: ... and criu did not fault"
+	fi
+	if wait_for guard_gone 5; then
+		tap_ok "kfd: ... no guard is left"
+	else
+		tap_not_ok "kfd: ... no guard is left" "$(pgrep -ax amdgpu-guard)"
+	fi
+	tap_no_kfd_process "kfd: ... no KFD process is left of it"
+	rm -rf "$img"
+}
+task_killed_at pages-gpu0
 
 # --- a dump that completes: the guard does nothing -------------------------------------------
 
