@@ -11,6 +11,7 @@
 #   test/e2e/lib/criu.sh        criu on a workload, reported in TAP (tap_dump, tap_restore, ...)
 #   test/e2e/lib/stream.sh      the same through criu's image streamer (stream_dump, ...)
 #   test/e2e/lib/userlands.sh   workloads of newer ROCm userlands, chrooted (userland_enter, ...)
+#   test/e2e/lib/kernels.sh     GPU kernels in flight at a dump (dump_in_flight, tap_preempted, ...)
 #   test/e2e/task-snapshot.sh   the restored task is the dumped one (task_snapshot, tap_same_task)
 #   TAP itself (tap_ok, tap_not_ok, tap_check, tap_done) is test/vm/lib.sh's.
 # This file: the scenario's frame and the emulator's view of a process.
@@ -43,6 +44,8 @@
 . "$VM_REPO/test/e2e/lib/stream.sh"
 # shellcheck source=test/e2e/lib/userlands.sh
 . "$VM_REPO/test/e2e/lib/userlands.sh"
+# shellcheck source=test/e2e/lib/kernels.sh
+. "$VM_REPO/test/e2e/lib/kernels.sh"
 # shellcheck source=test/e2e/task-snapshot.sh
 . "$VM_REPO/test/e2e/task-snapshot.sh"
 

@@ -35,101 +35,10 @@ else
 	userland_require
 fi
 
-# One launch of the long kernel takes seconds in the guest: the dump always finds one in flight.
-# A guest whose vCPUs QEMU runs on a thread each (VM_TCG_THREAD=multi: test/vm/boot.sh) runs
-# kernels about twice as fast as one whose vCPUs take turns on one thread, and criu 3.17 pauses
-# the queues only once it reaches the task's /dev/kfd, after freezing it, while the GPU goes on:
-# a longer launch there.
-[ "${VM_TCG_THREAD:-multi}" = multi ] && iters=${E2E_KERNEL_ITERS:-1500} || iters=${E2E_KERNEL_ITERS:-500}
-KERNEL_ARGS=(--vram-mb 1 --kernel-kib "${E2E_KERNEL_KIB:-256}" --kernel-iters "$iters")
+# the long kernel's length: test/e2e/lib/kernels.sh
+KERNELS_TAG="e2e 65"
+read -ra KERNEL_ARGS <<<"$(kernel_args)"
 img=/tmp/img-65
-
-# tap_preempted <what> <mark> <gpus>: since the mark, the emulator saved the waves of a dispatch
-# in flight on <gpus> different GPUs.
-tap_preempted() {
-	local what=$1 mark=$2 want=$3 got
-	got=$(dmesg | sed -n "\\|$mark\$|,\$p" |
-		sed -nE 's/.*\[cwsr\] queue [0-9]+ \(GPU ([0-9]+)\): dispatch [0-9]+ preempted in workgroup .* waves saved.*/\1/p' |
-		sort -u | wc -l)
-	tap_check "$what: a kernel was in flight on every GPU, its waves saved ($got of $want GPUs)" [ "$got" -ge "$want" ]
-}
-
-# tap_resumed <what> <mark>: since the mark, saved waves came back from a context save area.
-tap_resumed() {
-	local what=$1 mark=$2 got
-	got=$(dmesg | sed -n "\\|$mark\$|,\$p" | grep -c '\[cwsr\] .* resumed in workgroup .* waves restored')
-	tap_check "$what: the saved waves came back from the context save area ($got dispatches)" [ "$got" -ge 1 ]
-}
-
-# long_kernels_early <pid>: true when every GPU of the process has the long kernel in flight with
-# at most a third of its workgroups started, so that a dump begun now (criu takes some 8 s to pause
-# the queues here, a launch some 20) finds it still running. The long kernel is told from the
-# workload's others (the reduction has as many workgroups, HIP's blit kernels can have as many) by
-# its instructions per workgroup: 4 waves of some 7 per iteration, so more than 10 per iteration
-# (debugfs: "... dispatch ID workgroups N of T waves_saved W instructions I").
-LONG_GROUPS=$(((${E2E_KERNEL_KIB:-256} << 10) / 4 / 256))
-LONG_PER_GROUP=$((iters * 10))
-long_kernels_early() {
-	awk -v pid="$1" -v long="$LONG_GROUPS" -v per_group="$LONG_PER_GROUP" '
-		$1 == "process" { cur = ($3 == pid) }
-		cur && $1 == "queue" && $5 == "type" && $6 == 2 {
-			gpus[$4] = 1
-			for (i = 1; i < NF; i++)
-				if ($i == "workgroups" && $(i + 3) >= long && $(i + 1) >= 2 && $(i + 1) * 3 <= $(i + 3) &&
-				    $(i + 7) > per_group * ($(i + 1) - 1))
-					early[$4] = 1
-		}
-		END { n = 0; for (g in gpus) { n++; if (!early[g]) exit 1 } exit n < 2 }
-	' "$EMU_DEBUGFS/processes"
-}
-
-# emu_dispatches <pid>: the dispatch of each of the process's AQL queues, as the dump finds them
-emu_dispatches() {
-	awk -v pid="$1" '
-		$1 == "process" { cur = ($3 == pid) }
-		cur && $1 == "queue" && $5 == "type" && $6 == 2 { g = $4; sub(/.* dispatch /, "dispatch "); print "#   gpu " g " " $0 }
-	' "$EMU_DEBUGFS/processes" | sort -u
-}
-
-# wait_long_kernels_early <tag>: until the long kernel is early in flight on both GPUs, seen twice
-# half a second apart (a state that holds that long is not one caught in passing); then the
-# queues' dispatches, as the dump will find them
-wait_long_kernels_early() {
-	wait_for "long_kernels_early $pid && sleep 0.5 && long_kernels_early $pid" 120 ||
-		log "$1: the long kernel was not early in flight on both GPUs at once within 120 s; dumping anyway"
-	emu_dispatches "$pid"
-}
-
-# dump_in_flight <tag> <what> [criu options]: wait for the long kernel in flight on both GPUs,
-# dump, check the preemptions
-dump_in_flight() {
-	local tag=$1 what=$2 mark
-	shift 2
-	wait_long_kernels_early "$tag"
-	# what the restore must give back, taken as late as can be (HIP makes events as it goes)
-	task_snapshot "$pid" "$RESULTS_DIR/hip_kernel.dumped"
-	mark="e2e 65: $tag $what $(date +%s%N)"
-	dmesg_mark "$mark"
-	if [ "${1:-}" = -R ]; then
-		tap_dump "$tag: $what" "$pid" "$img" "$@" || return 1
-	else
-		tap_dump_gone "$tag: $what" "$pid" "$state" "$img" "$@" || return 1
-	fi
-	tap_preempted "$tag: $what" "$mark" 2
-	LAST_MARK=$mark
-}
-
-# log_instruction_rate <tag>: what the shader cores run while the workload's kernels do (a figure,
-# not a test: the note of issue 29 quotes it)
-log_instruction_rate() {
-	local before after t0 t1 rate
-	before=$(shader_instructions) t0=$(date +%s%N)
-	sleep 3
-	after=$(shader_instructions) t1=$(date +%s%N)
-	rate=$(awk -v b="$before" -v a="$after" -v ns=$((t1 - t0)) 'BEGIN {
-		n = split(b, x, " "); split(a, y, " "); for (i = 1; i <= n; i++) s = s sprintf(" %.0f", (y[i] - x[i]) * 1e9 / ns); print s }')
-	log "$1: wave instructions per second, per GPU:$rate"
-}
 
 one_userland() {
 	local tag="ROCm $version kernels" mark

@@ -109,28 +109,6 @@ one_job() {
 	wl_kill "$pid"
 }
 
-# tap_hip_aborts <name> <kind>: the HIP job ($pid, $state) makes its GPU fault as <kind> says
-# (memory: a store through a wild pointer; illegal: an MFMA); HIP must abort it, naming the HSA
-# status, before the workload's own 5 s are up (it writes FAULT FAIL then, and lives on)
-tap_hip_aborts() {
-	local name=$1 kind=$2 want out=$RESULTS_DIR/hip_kernel.out lines t0 secs
-	[ "$kind" = memory ] && want=HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION || want=HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION
-	lines=$(wc -l <"$out")
-	rm -f "$state.fault"
-	t0=$(date +%s.%N)
-	[ "$kind" = memory ] && kill -s RTMIN+1 "$pid" || kill -s RTMIN+2 "$pid"
-	wait_for "! kill -0 $pid 2>/dev/null || [ -s '$state.fault' ]" 30
-	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-	if kill -0 "$pid" 2>/dev/null; then
-		tap_not_ok "$name" "$(head -n1 "$state.fault" 2>/dev/null || echo "no abort, no result within 30 s")"
-		wl_kill "$pid"
-	elif tail -n +"$((lines + 1))" "$out" | grep -q "aborting with error : $want"; then
-		tap_ok "$name (HIP aborted the job $secs s after the request, naming $want)"
-	else
-		tap_not_ok "$name" "the job ended ($secs s) without HIP naming $want: $(tail -n +"$((lines + 1))" "$out" | tail -n 3 | tr '\n' ' ')"
-	fi
-}
-
 # hip_job <tag>: the HIP job of the userland entered (kernels always running)
 hip_job() {
 	local tag=$1 kind out_size
