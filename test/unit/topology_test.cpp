@@ -175,7 +175,8 @@ TEST(TopologyParse, Mi300xPartitionsFromNumXccAndTheSharedUniqueId)
 		EXPECT_EQ(g->props.device_partitions, 8u);
 	}
 	// a GPU whose kernel prints no num_xcc, and one that is not an MI300
-	for (const Node *g : parse_topology(topology_fixture("mi210-2gpu-pcie")).gpus()) {
+	const Topology mi210 = parse_topology(topology_fixture("mi210-2gpu-pcie"));
+	for (const Node *g : mi210.gpus()) {
 		EXPECT_EQ(g->props.num_xcc, 1u);
 		EXPECT_EQ(g->props.device_partitions, 1u);
 	}

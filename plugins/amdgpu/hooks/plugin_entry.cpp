@@ -53,8 +53,15 @@ struct PluginRun {
 
 // Never destroyed. criu ends with exit() where it gives up (while it dumps, its SIGCHLD handler
 // when a dumped task dies): destroying the run there would tear the session down under the
-// plugin's copy threads. The process is ending; the dump guard resumes what it paused.
-std::unique_ptr<PluginRun> &run = *new std::unique_ptr<PluginRun>();
+// plugin's copy threads. The process is ending; the dump guard resumes what it paused. (A union
+// whose destructor does nothing holds it: static storage, no destructor at exit.)
+union ImmortalRun {
+	ImmortalRun() : run() {}
+	~ImmortalRun() {}
+	std::unique_ptr<PluginRun> run;
+} immortal;
+
+std::unique_ptr<PluginRun> &run = immortal.run;
 
 template <typename Fn> int guarded(const char *hook, Fn &&fn) noexcept
 {
