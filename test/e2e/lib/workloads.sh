@@ -24,7 +24,7 @@
 #   tap_heartbeat <name> <pid> <state> [seconds]  one TAP result: HEARTBEAT OK
 #   tap_asked <name> <pid> <state> verify|heartbeat <pattern> [seconds]   one TAP result: the
 #                                     result's first line matches the glob pattern
-#   tap_alive_verified <name> <pid> <state>  the task runs, VERIFY OK, HEARTBEAT OK
+#   tap_alive_verified <name> <pid> <state> [verify seconds]  the task runs, VERIFY OK, HEARTBEAT OK
 #   tap_beats_advance <name> <pid>    one TAP result: the emulator's heartbeat of its queues advances
 #   wl_kill <pid>                     SIGKILL and wait until it is gone
 #   task_gone <pid> <state>           no task with that pid, none running the workload of that state
@@ -109,7 +109,7 @@ tap_fault() {
 tap_heartbeat() { tap_asked "$1" "$2" "$3" heartbeat "HEARTBEAT OK" "${4:-}"; }
 
 tap_alive_verified() {
-	local name=$1 pid=$2 state=$3
+	local name=$1 pid=$2 state=$3 verify_seconds=${4:-}
 	if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--state $state"; then
 		tap_ok "$name: the task runs (pid $pid)"
 	else
@@ -118,7 +118,7 @@ tap_alive_verified() {
 		tap_not_ok "$name: HEARTBEAT OK" "not running"
 		return 1
 	fi
-	tap_verify "$name: VERIFY OK (every byte, mappings, handles, events, queues)" "$pid" "$state"
+	tap_verify "$name: VERIFY OK (every byte, mappings, handles, events, queues)" "$pid" "$state" "$verify_seconds"
 	tap_heartbeat "$name: HEARTBEAT OK (queues run)" "$pid" "$state"
 }
 
