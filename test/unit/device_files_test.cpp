@@ -11,6 +11,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -108,6 +111,54 @@ TEST_F(FindCharDevice, APathThatCannotBeLookedUpIsJudgedByItsName)
 	if (stat("/dev/kfd", &st)) {
 		EXPECT_EQ(classify_path("//dev/kfd"), GpuFileKind::kfd) << "criu doubles the leading slash";
 	}
+}
+
+// Making a node needs CAP_MKNOD (the tests run as root in CI); without it these say so and skip.
+TEST_F(FindCharDevice, AMadeNodeIsTheDeviceWithTheModeAndOwnerOfTheNodesBesideIt)
+{
+	const std::filesystem::path dir(dir_);
+	if (mknod((dir / "renderD128").c_str(), S_IFCHR | 0640, null_))
+		GTEST_SKIP() << "cannot make device nodes here: " << strerror(errno);
+	ASSERT_EQ(chown((dir / "renderD128").c_str(), 0, 44), 0);
+	std::string how;
+	ASSERT_EQ(make_char_device(dir_, "renderD150", zero_, "renderD", &how), 0);
+	struct stat st;
+	ASSERT_EQ(stat((dir / "renderD150").c_str(), &st), 0);
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+	EXPECT_EQ(st.st_rdev, zero_);
+	EXPECT_EQ(st.st_mode & 07777, 0640u);
+	EXPECT_EQ(st.st_gid, 44u);
+	EXPECT_EQ(how, "mode 0640, owner 0:44, as renderD128");
+}
+
+TEST_F(FindCharDevice, ANodeThatExistsIsNotMadeAgain)
+{
+	const std::filesystem::path dir(dir_);
+	if (mknod((dir / "renderD150").c_str(), S_IFCHR | 0600, null_))
+		GTEST_SKIP() << "cannot make device nodes here: " << strerror(errno);
+	EXPECT_EQ(make_char_device(dir_, "renderD150", zero_, "renderD", nullptr), -EEXIST);
+	struct stat st;
+	ASSERT_EQ(stat((dir / "renderD150").c_str(), &st), 0);
+	EXPECT_EQ(st.st_rdev, null_);
+}
+
+// Where nothing restricts the test's devices, opening the probe reaches DRM's (or no) driver,
+// which has no minor 127; in a container whose device rules refuse it, the probe says so. Either
+// way the probe is an answer, and it leaves nothing in the directory.
+TEST_F(FindCharDevice, TheDeviceRulesProbeAnswersAndLeavesNothingBehind)
+{
+	const std::filesystem::path dir(dir_);
+	if (mknod((dir / "probe").c_str(), S_IFCHR | 0600, null_))
+		GTEST_SKIP() << "cannot make device nodes here: " << strerror(errno);
+	unlink((dir / "probe").c_str());
+	const int rules = device_rules_restrict(dir_);
+	EXPECT_TRUE(rules == 0 || rules == 1) << rules;
+	EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+TEST_F(FindCharDevice, TheDeviceRulesProbeInADirectoryItCannotWriteIsUnknown)
+{
+	EXPECT_EQ(device_rules_restrict("/nonexistent-dir"), -ENOENT);
 }
 
 } // namespace

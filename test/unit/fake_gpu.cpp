@@ -59,6 +59,8 @@ const char *to_string(Op op)
 		return "gem_import";
 	case Op::gem_close:
 		return "gem_close";
+	case Op::make_render_node:
+		return "make_render_node";
 	}
 	return "?";
 }
@@ -162,6 +164,16 @@ std::string FakeGpu::find_render_node(unsigned int minor, std::string *named_is)
 	if (named_is)
 		*named_is = "absent";
 	return {};
+}
+
+int FakeGpu::make_render_node(unsigned int minor, std::string *how)
+{
+	if (const int ret = call(Op::make_render_node, -1))
+		return ret;
+	hidden_minors_.erase(minor);
+	made_render_nodes.push_back(minor);
+	*how = "mode 0660, owner 0:105, as renderD128";
+	return 0;
 }
 
 int FakeGpu::get_version(int fd, kfd::Version &out)

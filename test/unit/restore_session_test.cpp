@@ -237,6 +237,56 @@ TEST_F(RestoreSessionTest, AMissingRenderNodeFailsBeforeKfdCreatesAnything)
 	EXPECT_EQ(gpu.still_open(Op::open_kfd), std::vector<int>());
 }
 
+TEST_F(RestoreSessionTest, AMissingRenderNodeIsNotMadeWhereNothingRestrictsTheTasksDevices)
+{
+	const Node *second = topology.gpus().back();
+	gpu.hide_render_node(second->props.drm_render_minor);
+	gpu.device_rules = 0;
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	const auto result = restore(session);
+	ASSERT_TRUE(std::holds_alternative<Error>(result));
+	EXPECT_NE(std::string(std::get<Error>(result).what())
+			  .find("nothing in its device cgroup restricts it, so which GPUs its container was given "
+				"cannot be told here"),
+		  std::string::npos)
+		<< std::get<Error>(result).what();
+	EXPECT_EQ(gpu.count(Op::make_render_node), 0);
+	EXPECT_EQ(gpu.count(Op::restore), 0);
+}
+
+// A container restored on a node whose render minors differ: its /dev came back from the
+// checkpoint, and the engine gave the new container its GPUs through the device cgroup.
+TEST_F(RestoreSessionTest, TheRenderNodeOfAGpuTheDeviceCgroupGrantsIsMadeAndTheRestoreGoesOn)
+{
+	const Node *second = topology.gpus().back();
+	gpu.hide_render_node(second->props.drm_render_minor);
+	gpu.device_rules = 1;
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	const auto result = restore(session);
+	ASSERT_TRUE(std::holds_alternative<int>(result)) << std::get<Error>(result).what();
+	EXPECT_EQ(gpu.made_render_nodes, std::vector<unsigned int> { second->props.drm_render_minor });
+	EXPECT_LT(gpu.first_call(Op::make_render_node), gpu.first_call(Op::restore));
+	close(std::get<int>(result));
+}
+
+TEST_F(RestoreSessionTest, ARenderNodeThatCannotBeMadeFailsTheRestoreNamingItAndWhy)
+{
+	const Node *second = topology.gpus().back();
+	gpu.hide_render_node(second->props.drm_render_minor);
+	gpu.device_rules = 1;
+	gpu.fail(Op::make_render_node, -EPERM);
+	RestoreSession session(options, ImageDir::files(images.fd()), nullptr, topology_dir, gpu, gpu);
+	const auto result = restore(session);
+	ASSERT_TRUE(std::holds_alternative<Error>(result));
+	const std::string what = std::get<Error>(result).what();
+	EXPECT_NE(what.find(strprintf("/dev/dri/renderD%u (device 226:%u) cannot be made: %s",
+				      second->props.drm_render_minor, second->props.drm_render_minor, strerror(EPERM))),
+		  std::string::npos)
+		<< what;
+	EXPECT_EQ(gpu.count(Op::restore), 0);
+	EXPECT_EQ(gpu.still_open(Op::open_kfd), std::vector<int>());
+}
+
 TEST_F(RestoreSessionTest, AMissingPagesImageFailsTheRestoreNamingIt)
 {
 	const std::string pages = pages_image_name(kFileId, topology.gpus().front()->gpu_id);

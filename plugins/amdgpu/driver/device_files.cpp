@@ -4,6 +4,8 @@
 #include "support/error.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 
 #include <cerrno>
@@ -77,9 +79,8 @@ bool is_char_device(const std::string &path, dev_t rdev, std::string *what)
 	if (S_ISCHR(st.st_mode) && st.st_rdev == rdev)
 		return true;
 	if (what)
-		*what = S_ISCHR(st.st_mode)
-				? strprintf("device %u:%u", major(st.st_rdev), minor(st.st_rdev))
-				: std::string("not a character device");
+		*what = S_ISCHR(st.st_mode) ? strprintf("device %u:%u", major(st.st_rdev), minor(st.st_rdev))
+					    : std::string("not a character device");
 	return false;
 }
 
@@ -108,14 +109,68 @@ std::string find_char_device(const std::string &dir, const std::string &preferre
 	return {};
 }
 
+int device_rules_restrict(const std::string &dir)
+{
+	constexpr unsigned int kNoDeviceMinor = 127;
+	const std::string probe = strprintf("%s/.amdgpu_plugin-probe-%d", dir.c_str(), getpid());
+	unlink(probe.c_str());
+	if (mknod(probe.c_str(), S_IFCHR | 0600, makedev(kDrmMajor, kNoDeviceMinor)))
+		return -errno;
+	const int fd = open(probe.c_str(), O_RDWR | O_CLOEXEC);
+	const int err = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	unlink(probe.c_str());
+	switch (err) {
+	case EPERM:
+		return 1;
+	case ENODEV:
+	case ENXIO:
+		return 0;
+	default:
+		return -(err ? err : EEXIST); // a device where none should be: nothing can be told
+	}
+}
+
+int make_char_device(const std::string &dir, const std::string &name, dev_t rdev, std::string_view like,
+		     std::string *how)
+{
+	struct stat model = {};
+	model.st_mode = S_IFCHR | 0600;
+	std::string model_name;
+	if (std::unique_ptr<DIR, DirCloser> d(opendir(dir.c_str())); d) {
+		while (const dirent *de = readdir(d.get())) {
+			struct stat st;
+			if (std::string_view(de->d_name).starts_with(like) &&
+			    !stat((dir + "/" + de->d_name).c_str(), &st) && S_ISCHR(st.st_mode) &&
+			    (model_name.empty() || model_name > de->d_name)) {
+				model = st;
+				model_name = de->d_name;
+			}
+		}
+	}
+	const std::string path = dir + "/" + name;
+	const mode_t mode = model.st_mode & 07777;
+	if (mknod(path.c_str(), S_IFCHR | mode, rdev))
+		return -errno;
+	if (chown(path.c_str(), model.st_uid, model.st_gid) || chmod(path.c_str(), mode)) {
+		const int err = errno;
+		unlink(path.c_str());
+		return -err;
+	}
+	if (how)
+		*how = strprintf("mode %04o, owner %u:%u, %s", mode, model.st_uid, model.st_gid,
+				 model_name.empty() ? "no other node to follow" : ("as " + model_name).c_str());
+	return 0;
+}
+
 std::string describe_char_devices(const std::string &dir)
 {
 	std::set<std::string> found;
 	if (std::unique_ptr<DIR, DirCloser> d(opendir(dir.c_str())); d) {
 		while (const dirent *de = readdir(d.get())) {
 			struct stat st;
-			if (de->d_name[0] != '.' && !stat((dir + "/" + de->d_name).c_str(), &st) &&
-			    S_ISCHR(st.st_mode))
+			if (de->d_name[0] != '.' && !stat((dir + "/" + de->d_name).c_str(), &st) && S_ISCHR(st.st_mode))
 				found.insert(strprintf("%s (%u:%u)", de->d_name, major(st.st_rdev), minor(st.st_rdev)));
 		}
 	}

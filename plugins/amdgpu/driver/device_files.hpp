@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 
 namespace amdgpu {
 
@@ -42,6 +43,23 @@ const char *to_string(GpuFileKind kind);
 // `preferred_is` then says what `preferred` is instead ("absent", "device 226:129", ...).
 std::string find_char_device(const std::string &dir, const std::string &preferred, dev_t rdev,
 			     std::string *preferred_is = nullptr);
+
+// Whether the device rules of this task's cgroup keep it to the devices it was given: 1 when they
+// do, 0 when nothing keeps it from any device, -errno when it cannot be told. No one interface
+// says so for both cgroup versions and every container engine, so it is probed: a node for a
+// device no engine grants and no kernel has (DRM minor 127, between the card and the render
+// ranges) is made in `dir`, opened once and removed. The kernel consults the cgroup's rules when
+// the node is opened, before it looks for the driver: EPERM means the rules refused it; ENODEV or
+// ENXIO means the kernel went looking for the device, so nothing stood in the way. A mknod that
+// is refused (a user namespace, a read-only `dir`) leaves it unknown.
+int device_rules_restrict(const std::string &dir);
+
+// Makes `dir`/`name` the character device `rdev` with the mode and owner of the first character
+// device in `dir` whose name begins with `like` (one the container engine made), or mode 0600 and
+// root's when there is none; `*how` says which ("mode 0660, owner 0:105, as renderD128"). 0, or
+// -errno (nothing is left behind).
+int make_char_device(const std::string &dir, const std::string &name, dev_t rdev, std::string_view like,
+		     std::string *how);
 
 // The character devices in `dir`, for an error message: "renderD129 (226:129), card1 (226:1)"
 // in name order, or "no device" (also when `dir` cannot be read).

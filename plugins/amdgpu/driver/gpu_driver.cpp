@@ -32,6 +32,12 @@ public:
 		return find_char_device(kDriDir, strprintf("renderD%u", minor), makedev(kDrmMajor, minor), named_is);
 	}
 	std::string describe_render_nodes() override { return describe_char_devices(kDriDir); }
+	int device_rules_restrict() override { return amdgpu::device_rules_restrict(kDriDir); }
+	int make_render_node(unsigned int minor, std::string *how) override
+	{
+		return make_char_device(kDriDir, strprintf("renderD%u", minor), makedev(kDrmMajor, minor), "renderD",
+					how);
+	}
 
 	int get_version(int fd, kfd::Version &out) override { return kfd::get_version(fd, out); }
 	int criu_process_info(int fd, kfd::ProcessInfo &out) override { return kfd::criu_process_info(fd, out); }

@@ -42,6 +42,12 @@ public:
 	virtual std::string find_render_node(unsigned int minor, std::string *named_is) = 0;
 	// The character devices where render nodes live, for an error message.
 	virtual std::string describe_render_nodes() = 0;
+	// Whether this task's device cgroup keeps it to the devices it was given, probed where render
+	// nodes live (device_rules_restrict()): 1, 0 or -errno.
+	virtual int device_rules_restrict() = 0;
+	// Makes the render node of DRM minor `minor` where render nodes live, under its usual name,
+	// as the render nodes beside it (make_char_device(), which says how in `*how`). 0 or -errno.
+	virtual int make_render_node(unsigned int minor, std::string *how) = 0;
 
 	virtual int get_version(int fd, kfd::Version &out) = 0;
 	virtual int criu_process_info(int fd, kfd::ProcessInfo &out) = 0;

@@ -167,25 +167,58 @@ void RestoreSession::require_render_nodes(const GpuMap &map)
 {
 	// KFD gave this task every GPU its device cgroup allows, used by the image or not, and each
 	// needs a render node here: a container that lacks some hears of all of them at once.
+	std::vector<const Node *> absent;
 	std::string missing;
 	for (const Node *gpu : local_topology().gpus()) {
 		const unsigned int minor_nr = gpu->props.drm_render_minor;
-		const std::string name = strprintf("renderD%u", minor_nr);
 		if (!driver_.find_render_node(minor_nr, nullptr).empty())
 			continue;
 		std::string role = "which the image does not use";
 		for (const auto &[user, actual] : map.gpu_ids)
 			if (actual == gpu->gpu_id)
 				role = strprintf("the image's GPU 0x%04x", user);
-		missing += strprintf("%s0x%04x (%s/%s, device %u:%u, %s)", missing.empty() ? "" : "; ", gpu->gpu_id,
-				     kDriDir, name.c_str(), kDrmMajor, minor_nr, role.c_str());
+		absent.push_back(gpu);
+		missing += strprintf("%s0x%04x (%s/renderD%u, device %u:%u, %s)", missing.empty() ? "" : "; ",
+				     gpu->gpu_id, kDriDir, minor_nr, kDrmMajor, minor_nr, role.c_str());
 	}
-	if (!missing.empty())
-		fail(-ENOENT,
-		     "this task has %zu GPU(s) through KFD (every one its device cgroup allows) and each needs "
-		     "its render node in this mount namespace, which lacks: %s; %s holds %s (a container must "
-		     "be given the render node of every GPU it may use)",
-		     local_topology().gpus().size(), missing.c_str(), kDriDir, driver_.describe_render_nodes().c_str());
+	if (absent.empty())
+		return;
+	// A container's /dev comes back as the checkpoint saw it (the engine's runtime has criu
+	// restore its tmpfs rather than make its nodes again), so on a node whose GPUs have other
+	// render minors it holds the old GPUs' nodes, not those the engine was told to give the new
+	// container. Where the task's device cgroup keeps it to what it was given (runc applies the
+	// new container's device rules before criu restores), KFD's GPUs are exactly those, and their
+	// nodes are made here, as the engine makes them for a container it starts. Otherwise which
+	// GPUs the container may use cannot be told here, and the restore is refused.
+	const int rules = driver_.device_rules_restrict();
+	if (rules == 1) {
+		const std::string held = driver_.describe_render_nodes();
+		for (const Node *gpu : absent) {
+			const unsigned int minor_nr = gpu->props.drm_render_minor;
+			std::string how;
+			if (const int err = driver_.make_render_node(minor_nr, &how))
+				fail_errno(err,
+					   "GPU 0x%04x, which this task's device cgroup grants, has no render node "
+					   "in this mount namespace (its /dev came back from the checkpoint), and "
+					   "%s/renderD%u (device %u:%u) cannot be made",
+					   gpu->gpu_id, kDriDir, minor_nr, kDrmMajor, minor_nr);
+			pr_info("GPU 0x%04x, which this task's device cgroup grants, had no render node in this mount "
+				"namespace (its /dev came back from the checkpoint, holding %s): made %s/renderD%u, "
+				"device %u:%u, %s",
+				gpu->gpu_id, held.c_str(), kDriDir, minor_nr, kDrmMajor, minor_nr, how.c_str());
+		}
+		return;
+	}
+	const std::string why =
+		rules == 0 ? std::string("nothing in its device cgroup restricts it, so which GPUs its container was "
+					 "given cannot be told here")
+			   : strprintf("whether its device cgroup restricts it cannot be told (%s)", strerror(-rules));
+	fail(-ENOENT,
+	     "this task has %zu GPU(s) through KFD (every one its device cgroup allows) and each needs "
+	     "its render node in this mount namespace, which lacks: %s; %s holds %s (a container must "
+	     "be given the render node of every GPU it may use; %s)",
+	     local_topology().gpus().size(), missing.c_str(), kDriDir, driver_.describe_render_nodes().c_str(),
+	     why.c_str());
 }
 
 int RestoreSession::render_fd(uint32_t actual_gpu_id)

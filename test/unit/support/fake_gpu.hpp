@@ -49,6 +49,7 @@ enum class Op {
 	gem_map,
 	gem_import,
 	gem_close,
+	make_render_node,
 };
 
 const char *to_string(Op op);
@@ -70,8 +71,11 @@ public:
 		fail_err_ = err;
 		fail_nth_ = nth;
 	}
-	// A render node this mount namespace lacks.
+	// A render node this mount namespace lacks (until make_render_node() makes it).
 	void hide_render_node(unsigned int minor) { hidden_minors_.insert(minor); }
+	// What the probe of the device cgroup finds: 1 it restricts the task, 0 it does not, -errno.
+	int device_rules = 0;
+	std::vector<unsigned int> made_render_nodes; // the minors make_render_node() made
 
 	struct Call {
 		Op op;
@@ -100,6 +104,8 @@ public:
 	int open_device(const std::string &path) override;
 	std::string find_render_node(unsigned int minor, std::string *named_is) override;
 	std::string describe_render_nodes() override { return "renderD128 (226:128)"; }
+	int device_rules_restrict() override { return device_rules; }
+	int make_render_node(unsigned int minor, std::string *how) override;
 	int get_version(int fd, kfd::Version &out) override;
 	int criu_process_info(int fd, kfd::ProcessInfo &out) override;
 	int criu_checkpoint(int fd, const kfd::ProcessInfo &info, std::span<kfd_criu_device_bucket> devices,
