@@ -751,7 +751,8 @@ TEST(GpuMatcherNodes, LocalNodeMayHaveMoreGpusThanTheImage)
 	const Topology s = small.build(), d = big.build();
 	const GpuMap map = match_gpus(s, d, {});
 	EXPECT_EQ(map.gpu_ids, (std::map<uint32_t, uint32_t> { { 0x11, 0x21 } }));
-	EXPECT_EQ(match_error(d, s), "the image uses 4 GPUs, this node has only 1");
+	EXPECT_EQ(match_error(d, s), "the image uses 4 GPUs (0x0021, 0x0022, 0x0023, 0x0024), this node has only 1 "
+				     "that this task may use (0x0011)");
 }
 
 TEST(GpuMatcherNodes, HiveNeedsALocalHive)

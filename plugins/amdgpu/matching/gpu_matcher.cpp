@@ -14,11 +14,23 @@ namespace {
 
 using namespace matching;
 
-// Counts first: the image cannot need more GPUs or hives than the node has.
+// "0x1a2b, 0x3c4d": the gpu_ids of a topology's GPUs, for a refusal
+std::string gpu_ids_of(const Topology &t)
+{
+	std::string out;
+	for (const Node *gpu : t.gpus())
+		out += strprintf("%s0x%04x", out.empty() ? "" : ", ", gpu->gpu_id);
+	return out.empty() ? "none" : out;
+}
+
+// Counts first: the image cannot need more GPUs or hives than the node has. The node's GPUs are
+// those KFD shows the task, which are the ones its device cgroup allows: a container given fewer
+// GPUs than the image used is refused here too.
 void refuse_smaller_node(const Topology &src, const Topology &dest)
 {
 	if (src.gpus().size() > dest.gpus().size())
-		fail(-EINVAL, "the image uses %zu GPUs, this node has only %zu", src.gpus().size(), dest.gpus().size());
+		fail(-EINVAL, "the image uses %zu GPUs (%s), this node has only %zu that this task may use (%s)",
+		     src.gpus().size(), gpu_ids_of(src).c_str(), dest.gpus().size(), gpu_ids_of(dest).c_str());
 	if (src.hives().size() > dest.hives().size())
 		fail(-EINVAL, "the image has %zu xGMI hive(s), this node only %zu", src.hives().size(),
 		     dest.hives().size());
