@@ -15,7 +15,15 @@
 #     kernel's own headers (test/vm/guest-build.sh);
 #   - criu 4.3 (Debian experimental) in /opt/criu-4.3/: its binary needs libraries newer than
 #     trixie's (libnet 9, libnl 3.11), so they are unpacked beside it and a wrapper puts them on
-#     the loader's path for criu alone (`criu` there is the wrapper).
+#     the loader's path for criu alone (`criu` there is the wrapper);
+#   - the container engines operators run today, from sid: Docker 28.5 (docker.io, docker-cli),
+#     containerd 2.1 (with its CRI plugin) and runc 1.3. They are Go programs that need nothing
+#     newer than trixie's C library, so they are installed as packages, and every other package
+#     comes from trixie (apt's default release);
+#   - what the project's CRI client is built with (test/e2e/cri/): trixie's gRPC and protobuf for
+#     C++, and the CRI's own definition, api.proto, unpacked from sid's golang-k8s-cri-api-dev
+#     into /opt/cri-api (the package's Go code and its 150 Go build dependencies are not needed);
+#   - what the package is built and checked with (make deb in the root: debhelper, lintian).
 #
 # apt runs with a sources list of our own. Debian's sid and experimental Release files can be past
 # their Valid-Until date on the mirror: for those two suites only, apt is told not to check it.
@@ -55,6 +63,12 @@ packages=(
 	# building the emulator against the guest's kernel (its headers bring their compiler), its
 	# client programs and the workloads against trixie's libraries (test/vm/trixie-build.sh)
 	make gcc libc6-dev libdrm-dev libhsakmt-dev libhsa-runtime-dev libamdhip64-dev
+	# the container engines of sid (see above)
+	docker.io/sid docker-cli/sid containerd/sid runc/sid
+	# the CRI client (test/e2e/cri/)
+	g++ pkgconf libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+	# the package, built for trixie (make deb): its Build-Depends and lintian
+	build-essential debhelper dpkg-dev libcriu-dev libnuma-dev libprotobuf-c-dev libxxhash-dev protobuf-c-compiler lintian
 )
 
 mkdir -p "$out"
@@ -109,7 +123,8 @@ say "building the root: trixie + kernel $abi (mmdebstrap; a few minutes)"
 root_debootstrap trixie "$root.tmp" "$out/mmdebstrap.log" "$(
 	IFS=,
 	echo "${packages[*]}"
-)" "deb [signed-by=$keyring] $mirror trixie main" "deb [signed-by=$keyring] $mirror trixie-backports main"
+)" "deb [signed-by=$keyring] $mirror trixie main" "deb [signed-by=$keyring] $mirror trixie-backports main" \
+	"deb [signed-by=$keyring $(root_valid_until sid)] $mirror sid main" --aptopt='APT::Default-Release "trixie"'
 
 # The kernel, unpacked: image, modules and what they split into.
 say "unpacking kernel $abi"
@@ -138,6 +153,17 @@ WRAP
 chmod 0755 "$c43/criu"
 chroot "$root.tmp" /opt/criu-4.3/criu --version | grep -q '^Version: 4\.3' ||
 	die "criu 4.3 does not run in the root: $(chroot "$root.tmp" /opt/criu-4.3/criu --version 2>&1 | head -n3)"
+
+# The CRI's definition (api.proto) from sid's Go package, unpacked (not installed).
+say "unpacking the CRI's api.proto (golang-k8s-cri-api-dev, sid) into /opt/cri-api"
+deb=$(download golang-k8s-cri-api-dev/sid)
+mkdir -p "$aptdir/cri-api" "$root.tmp/opt/cri-api"
+dpkg-deb -x "$deb" "$aptdir/cri-api"
+proto=$(find "$aptdir/cri-api" -path '*/runtime/v1/api.proto' | head -n 1)
+[ -n "$proto" ] || die "no runtime/v1/api.proto in $(basename "$deb")"
+cp "$proto" "$root.tmp/opt/cri-api/api.proto"
+echo "${deb##*/}" >"$root.tmp/opt/cri-api/source"
+rm -rf "$aptdir/cri-api"
 
 echo "$stamp" >"$root.tmp/.testbed-root"
 root_remove "$root"
