@@ -5,7 +5,9 @@
 # section mark (the section sign and a number: N or N.N) names a heading that exists in the
 # repository's document it refers to, and every path of the repository that a document of
 # Documentation/ names (`plugins/...`, `test/...`, `tools/...`, `images/...`, `Documentation/...`)
-# exists, so that a file moved or renamed takes its documents along.
+# exists, so that a file moved or renamed takes its documents along; and every command block a
+# document marks for a test (a line "<!-- guide: NAME -->" before a ```sh block) is run by a test
+# (`tap_guide NAME` in test/e2e/), which runs it as written, and every block a test runs is there.
 #
 # Which document a mark refers to: the last Documentation/NAME.md named before it on the same
 # line; else, in a document of Documentation/, that document itself; else the one document of
@@ -135,6 +137,44 @@ check_tree() {
 		done < <(named_paths "$root" "$f")
 	done
 	[ "$found" -gt 0 ] && [ "$missing" -eq 0 ] && pass "$label: the $found repository paths the documents name exist"
+	check_guide_blocks "$root" "$label" "${files[@]}"
+}
+
+# check_guide_blocks <root> <label> <files...>: the marked command blocks of the documents and the
+# tests that run them (tap_guide NAME in test/e2e/) name each other.
+check_guide_blocks() {
+	local root=$1 label=$2 f line name next run=0 bad=0
+	shift 2
+	local -A blocks=() runs=()
+	for f in "$@"; do
+		[[ $f == test/e2e/* ]] || continue
+		while read -r name; do
+			runs[$name]=$f
+		done < <(grep -oE 'tap_guide [a-z0-9-]+' "$root/$f" 2>/dev/null | cut -d' ' -f2)
+	done
+	for f in "$@"; do
+		[[ $f == Documentation/*.md ]] || continue
+		while IFS=: read -r line name; do
+			blocks[$name]=$f
+			next=$(sed -n "$((line + 1))p" "$root/$f")
+			if [ "$next" != '```sh' ]; then
+				fail "$label: $f:$line: guide block $name" "not followed by a sh block"
+				bad=$((bad + 1))
+			elif [ -z "${runs[$name]:-}" ]; then
+				fail "$label: $f:$line: guide block $name" "no test runs it"
+				bad=$((bad + 1))
+			else
+				run=$((run + 1))
+			fi
+		done < <(grep -nE '^<!-- guide: [a-z0-9-]+ -->$' "$root/$f" | sed -E 's/^([0-9]+):<!-- guide: ([a-z0-9-]+) -->$/\1:\2/')
+	done
+	for name in "${!runs[@]}"; do
+		if [ -z "${blocks[$name]:-}" ]; then
+			fail "$label: ${runs[$name]} runs guide block $name" "no document has it"
+			bad=$((bad + 1))
+		fi
+	done
+	[ "$run" -gt 0 ] && [ "$bad" -eq 0 ] && pass "$label: the $run command blocks the documents mark are run by a test"
 }
 
 # The planted tree: one good mark, and one defect of each kind the checks must find.
@@ -147,6 +187,10 @@ self_test() {
 	printf '/* marks: Documentation/a.md */\nint x; /* %s1.2 */\nint y; /* %s1.3 */\n' "$S" "$S" >"$t/test/one.c"
 	printf '# notes: kfd%s.md %s2.6\n' -abi "$S" >"$t/test/two.sh"
 	printf 'see Documentation/b.md %s1\nand %s1.2\n' "$S" "$S" >"$t/test/three.md"
+	printf '<!-- guide: ran -->\n```sh\ntrue\n```\n<!-- guide: unrun -->\n```sh\ntrue\n```\n<!-- guide: nofence -->\ntext\n' \
+		>"$t/Documentation/g.md"
+	mkdir -p "$t/test/e2e"
+	printf 'tap_guide ran "runs it"\ntap_guide ghost "runs nothing"\n' >"$t/test/e2e/s.sh"
 	local out
 	out=$(passed=0 failed=0; check_tree "$t" planted; echo "$passed $failed")
 	rm -rf "$t"
@@ -155,14 +199,17 @@ self_test() {
 		'points outside the repository (test/two.sh:1' "test/two.sh:1: ${S}2.6 (names no document" \
 		"test/three.md:1: ${S}1 (no heading 1 in Documentation/b.md" \
 		"test/three.md:2: ${S}1.2 (no heading 1.2 in Documentation/b.md" \
-		'Documentation/a.md:8 names test/gone.c (no such file'; do
+		'Documentation/a.md:8 names test/gone.c (no such file' \
+		'Documentation/g.md:5: guide block unrun (no test runs it' \
+		'Documentation/g.md:9: guide block nofence (not followed by a sh block' \
+		'test/e2e/s.sh runs guide block ghost (no document has it'; do
 		if grep -qF "FAIL: docs: planted: $want" <<<"$out"; then
 			pass "the check finds a planted defect: ${want%% (*}"
 		else
 			fail "the check finds a planted defect: ${want%% (*}" "not reported"
 		fi
 	done
-	if grep -qF 'PASS: docs: planted: 2 section marks resolve' <<<"$out" && [ "$(tail -n1 <<<"$out")" = "1 7" ]; then
+	if grep -qF 'PASS: docs: planted: 2 section marks resolve' <<<"$out" && [ "$(tail -n1 <<<"$out")" = "1 10" ]; then
 		pass "the planted tree's good marks resolve, and nothing else fails"
 	else
 		fail "the planted tree's good marks resolve, and nothing else fails" "$(tr '\n' ';' <<<"$out")"

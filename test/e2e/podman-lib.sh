@@ -2,13 +2,15 @@
 # shellcheck shell=bash
 #
 # GPU containers in the guest, for the container scenarios (test/e2e/scenarios/8*-podman-*.sh),
-# sourced after test/vm/lib.sh and test/e2e/lib.sh. The flow is the README's "Checkpoint a GPU
+# sourced after test/vm/lib.sh and test/e2e/lib.sh; what every engine shares is in
+# test/e2e/lib/containers.sh. The flow is the README's "Checkpoint a GPU
 # container with Podman", with what the test bed needs on top:
 #   - the scenario runs in a mount namespace of its own (podman_enter re-executes it under unshare)
 #     where /usr, /var and /etc are overlays on tmpfs: the host's root, which the guest sees over
 #     9p, is never written;
-#   - the plugin comes from the package `make deb` built, unpacked into that /usr: criu, started by
-#     the container runtime, finds it in /usr/lib/criu with no --libdir (scenario 70 shows dpkg -i);
+#   - the plugin comes from the package built for the guest's Debian, installed with dpkg -i into
+#     those overlays: criu, started by the container runtime, finds it in /usr/lib/criu with no
+#     --libdir (containers_install_package);
 #   - Podman keeps its storage on the guest's tmpfs (vfs driver, cgroupfs, file events), runs crun
 #     where it has CRIU support (trixie) and runc otherwise (bookworm's crun has none), and the
 #     image is made without a registry: `podman
@@ -41,7 +43,9 @@
 #   podman_teardown                   removes every container and waits until no process holds
 #                                     /dev/kfd (so that the emulator unloads), naming any that does
 #   gpu_container_pid <name>          the host pid of the container's workload
-#   render_nodes [n]                  the emulated GPUs' render nodes (the first n), space-separated
+
+# shellcheck source=test/e2e/lib/containers.sh
+. "$VM_REPO/test/e2e/lib/containers.sh"
 
 PODMAN_DIR=/tmp/podman
 PODMAN_IMAGE=localhost/gpu-workloads:test
@@ -53,9 +57,7 @@ if [ -z "${PODMAN_RUNTIME:-}" ]; then
 fi
 
 podman_enter() {
-	if [ -z "${PODMAN_UNSHARED:-}" ]; then
-		PODMAN_UNSHARED=1 exec unshare --mount --propagation private "$0" "$@"
-	fi
+	containers_enter "$@"
 }
 
 pm() {
@@ -64,53 +66,15 @@ pm() {
 }
 
 # The image: the workloads, busybox as /bin/sh, and every shared library they and the ROCm
-# libraries load (ldd's closure), at their paths.
+# libraries load, at their paths (container_rootfs)
 podman_image() {
-	local root=$PODMAN_DIR/image f lib
-	rm -rf "$root"
-	mkdir -p "$root/wl" "$root/bin" "$root/results" "$root/tmp"
-	cp /bin/busybox "$root/bin/busybox" && ln -s busybox "$root/bin/sh"
-	for f in "$E2E_BIN"/*_workload; do
-		cp "$f" "$root/wl/"
-		for lib in $(ldd "$f" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'); do
-			mkdir -p "$root$(dirname "$lib")" && cp -L "$lib" "$root$lib"
-		done
-	done
-	tar -C "$root" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
+	container_rootfs "$PODMAN_DIR/image" && tar -C "$PODMAN_DIR/image" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
 }
 
-# podman_rocm_image <version> <workload>: the image of one workload of a ROCm userland: the
-# workload in /wl and every library it loads, as that root holds them (the closure of its ELF
-# dependencies, plus comgr, which HIP opens at run time), at their paths. A whole userland (500 MB
-# without the compiler) would cost minutes of copying under emulation for every container made
-# from it (the vfs driver copies the image for each), and adds nothing the process uses: 30 MiB
-# for the runtime's workload, 260 for HIP's (comgr holds LLVM).
+# podman_rocm_image <version> <workload>: the image of one workload of a ROCm userland
+# (container_rocm_rootfs)
 podman_rocm_image() {
-	local root=$USERLAND_DIR/rocm-$1/root stage=$PODMAN_DIR/image-rocm-$1
-	local -a todo=() done=()
-	local f=$USERLAND_DIR/rocm-$1/src/test/e2e/bin/${2}_workload so path
-	rm -rf "$stage"
-	mkdir -p "$stage/wl" "$stage/bin" "$stage/tmp" "$stage/lib64"
-	cp /bin/busybox "$stage/bin/busybox" && ln -s busybox "$stage/bin/sh" || return 1
-	cp "$f" "$stage/wl/" || return 1
-	# shellcheck disable=SC2207 # sonames have no blanks
-	todo=($(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'))
-	[[ " ${todo[*]} " != *" libamdhip64.so."* ]] || todo+=(libamd_comgr.so.3)
-	cp -L "$root/lib64/ld-linux-x86-64.so.2" "$stage/lib64/" || return 1
-	while [ "${#todo[@]}" -gt 0 ]; do
-		so=${todo[0]}
-		todo=("${todo[@]:1}")
-		[[ " ${done[*]} " != *" $so "* ]] || continue
-		done+=("$so")
-		path=/usr/lib/x86_64-linux-gnu/$so
-		[ -e "$root$path" ] || { log "podman_rocm_image: $so is not in $root$path"; return 1; }
-		mkdir -p "$stage${path%/*}" && cp -L "$root$path" "$stage$path" || return 1
-		# shellcheck disable=SC2207 # sonames have no blanks
-		todo+=($(readelf -d "$root$path" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'))
-	done
-	log "image of ROCm $1's $2 workload: ${#done[@]} libraries, $(du -sm "$stage" | cut -f1) MiB"
-	tar -C "$stage" -c . | pm import - "$PODMAN_IMAGE" >/dev/null
-	rm -rf "$stage"
+	container_rocm_import "$1" "$2" pm import - "$PODMAN_IMAGE"
 }
 
 # podman_begin "$@": a mount namespace of the scenario's own (the script runs again in it), then
@@ -124,46 +88,36 @@ podman_begin() {
 }
 
 podman_require() {
-	local mem_kib
-	command -v podman >/dev/null || { echo "podman is not installed"; exit 77; }
+	containers_require podman
 	command -v "$PODMAN_RUNTIME" >/dev/null || { echo "$PODMAN_RUNTIME is not installed"; exit 77; }
-	mem_kib=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
-	if [ "${mem_kib:-0}" -lt $((3584 * 1024)) ]; then
-		echo "the guest has $((mem_kib / 1024)) MiB; Podman needs 4 GiB here: make check-containers"
-		exit 77
-	fi
+}
+
+# Podman's own configuration, the same as pm's options: a plain `podman` (the guide's commands,
+# Documentation/containers.md) sees the same containers
+podman_config() {
+	mkdir -p /etc/containers &&
+		printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$PODMAN_DIR/root" "$PODMAN_DIR/run" \
+			>/etc/containers/storage.conf &&
+		printf '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\nruntime = "%s"\n' "$PODMAN_RUNTIME" \
+			>/etc/containers/containers.conf
 }
 
 # podman_setup [image function]: the emulator loaded as 2xmi210, then the overlays, the package
 # and the image
 podman_setup() {
-	local version deb image=${1:-podman_image}
+	local image=${1:-podman_image}
 	emu_reload preset=2xmi210 || { tap_not_ok "load the emulator"; e2e_done; }
-	version=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$VM_REPO/debian/changelog")
-	deb=$VM_REPO/build/deb/criu-amdgpu-plugin_${version}_amd64.deb
-	[ -e "$deb" ] || { tap_not_ok "the package is built" "no $deb: run make deb (make check does)"; e2e_done; }
 	rm -rf "$PODMAN_DIR"
 	mkdir -p "$PODMAN_DIR"
-	if guest_overlays "$PODMAN_DIR/overlay" &&
-		dpkg-deb -x "$deb" / && mkdir -p /etc/criu && echo link-remap >/etc/criu/runc.conf &&
-		echo link-remap >/etc/criu/crun.conf &&
-		$image; then
-		tap_ok "podman $(podman --version | awk '{ print $3 }') with $PODMAN_RUNTIME, the plugin from $(basename "$deb"), a local image"
+	if guest_overlays "$PODMAN_DIR/overlay" && containers_install_package &&
+		mkdir -p /etc/criu && echo link-remap >/etc/criu/runc.conf &&
+		echo link-remap >/etc/criu/crun.conf && podman_config && $image; then
+		tap_ok "podman $(podman --version | awk '{ print $3 }') with $PODMAN_RUNTIME, the plugin from $CONTAINERS_PACKAGE (dpkg -i), a local image"
 	else
 		tap_not_ok "podman with $PODMAN_RUNTIME, the plugin from the package, a local image"
 		e2e_done
 	fi
 	CRIU_LIBDIR=
-}
-
-render_nodes() {
-	local n=${1:-99} out=() d
-	for d in /sys/class/drm/renderD*; do
-		case "$(readlink -f "$d/device")" in
-		*/amdgpu_emu.*) out+=("/dev/dri/${d##*/}") ;;
-		esac
-	done
-	echo "${out[@]:0:$n}"
 }
 
 # tap_podman <name> <podman args...>: one TAP result for a podman command. On failure the criu
@@ -220,18 +174,9 @@ tap_import_refused() {
 	tap_no_kfd_process "no KFD process is left"
 }
 
-kfd_holders() {
-	local fd
-	for fd in /proc/[0-9]*/fd/*; do
-		[ "$(readlink "$fd" 2>/dev/null)" = /dev/kfd ] && echo "${fd%/fd/*}"
-	done | sort -u
-}
-
 podman_teardown() {
 	pm rm -af -t 0 >/dev/null 2>&1
-	if ! wait_for '[ -z "$(kfd_holders)" ]' 20; then
-		log "still holding /dev/kfd after podman rm: $(for p in $(kfd_holders); do tr '\0' ' ' <"$p/cmdline"; echo ';'; done)"
-	fi
+	wait_kfd_released "after podman rm"
 }
 
 gpu_container_pid() {
