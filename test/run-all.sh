@@ -53,9 +53,9 @@ esac
 # and what today's kernel, criu and ROCm can change: same node, other gpu_ids, a process tree, -R,
 # render before kfd, --stream, a secondary KFD context (refused), criu's parent chain (criu 4.3
 # tracks dirty memory with PAGEMAP_SCAN), the copy beside criu, ROCm 6.4.3's processes (runtime,
-# HIP, ranks sharing GPU memory, kernels in flight, faults after a restore) and its Podman 5
-# containers.
-CHECK_TRIXIE='00-* 10-* 20-* 33-* e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/29-* e2e/33-* e2e/36-* e2e/39-* e2e/44-* e2e/45-* e2e/46-* e2e/62-* e2e/64-* e2e/65-* e2e/66-* e2e/67-* e2e/83-*'
+# HIP, ranks sharing GPU memory, kernels in flight, faults after a restore) in Podman 5 and Docker
+# 28 containers. A 6 GiB guest: Docker's checkpoint passes through containerd's content store.
+CHECK_TRIXIE='00-* 10-* 20-* 33-* e2e/20-* e2e/21-* e2e/25-* e2e/26-* e2e/29-* e2e/33-* e2e/36-* e2e/39-* e2e/44-* e2e/45-* e2e/46-* e2e/62-* e2e/64-* e2e/65-* e2e/66-* e2e/67-* e2e/83-* e2e/84-*'
 # make check, trixie guest under its own criu 4.1.1: ROCm 6.1's runtime workload.
 CHECK_TRIXIE_411='e2e/60-*'
 # make check, bookworm guest under criu 3.17.1: every scenario but the bulk data, re-checkpointing
@@ -147,7 +147,7 @@ part_check() {
 	# The soak (e2e/32) at 4 cycles: fds, VRAM and criu's RSS are flat by then; check-full gives
 	# it 50.
 	vm "bookworm, criu 3.17.1" VM_CRIU=3.17.1 VM_SCENARIOS_EXCLUDE="$BOOKWORM_REST e2e/42-* e2e/8*" E2E_CYCLES=4
-	vm "trixie, criu 4.3" VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=4096 ROCM_USERLANDS=6.4 \
+	vm "trixie, criu 4.3" VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=6144 ROCM_USERLANDS=6.4 \
 		VM_SCENARIOS="$CHECK_TRIXIE" E2E_CYCLES=5
 	vm "trixie, criu 4.1.1" VM_GUEST=trixie VM_CRIU=4.1.1 ROCM_USERLANDS=6.4 \
 		VM_SCENARIOS="$CHECK_TRIXIE_411" E2E_CYCLES=$CRIU_CYCLES
@@ -189,14 +189,14 @@ part_trixie() {
 
 # ROCm 7.2.4's processes and containers, and 6.4.3's restored on a larger node (e2e/61), its
 # kernels in flight restored a second time and on MI300X CPX partitions and an eight-GPU MI300X
-# node (CHECK_FULL), under criu 4.3. That node's job holds some 6 GiB (800 MiB per MI300X, a
+# node, its Docker containers given a subset of the GPUs and refused (CHECK_FULL), under criu 4.3. That node's job holds some 6 GiB (800 MiB per MI300X, a
 # context save area per XCC of every queue) and its images as much again, in the guest's memory:
 # a 16 GiB guest (QEMU takes the memory as the guest uses it).
 part_trixie_rocm() {
 	vm "trixie, criu 4.3, ROCm 7.2.4" VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=4096 ROCM_USERLANDS=7.2 \
 		VM_SCENARIOS="$ROCM_SCENARIOS"
 	vm "trixie, criu 4.3, ROCm 6.4.3, CHECK_FULL" VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=16384 \
-		ROCM_USERLANDS=6.4 VM_SCENARIOS='e2e/61-* e2e/65-* e2e/67-*' CHECK_FULL=1
+		ROCM_USERLANDS=6.4 VM_SCENARIOS='e2e/61-* e2e/65-* e2e/67-* e2e/84-*' CHECK_FULL=1
 }
 
 # trixie's own criu 4.1.1: the checkpoint/restore scenarios, and ROCm 6.4.3's processes, which
