@@ -189,14 +189,15 @@ part_trixie() {
 
 # ROCm 7.2.4's processes and containers, and 6.4.3's restored on a larger node (e2e/61), its
 # kernels in flight restored a second time and on MI300X CPX partitions and an eight-GPU MI300X
-# node, its Docker containers given a subset of the GPUs and refused (CHECK_FULL), under criu 4.3. That node's job holds some 6 GiB (800 MiB per MI300X, a
+# node, its Docker containers given a subset of the GPUs and refused, its pods under containerd's
+# CRI restored from a checkpoint archive on another node and refused (CHECK_FULL), under criu 4.3. That node's job holds some 6 GiB (800 MiB per MI300X, a
 # context save area per XCC of every queue) and its images as much again, in the guest's memory:
 # a 16 GiB guest (QEMU takes the memory as the guest uses it).
 part_trixie_rocm() {
 	vm "trixie, criu 4.3, ROCm 7.2.4" VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=4096 ROCM_USERLANDS=7.2 \
 		VM_SCENARIOS="$ROCM_SCENARIOS"
 	vm "trixie, criu 4.3, ROCm 6.4.3, CHECK_FULL" VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=16384 \
-		ROCM_USERLANDS=6.4 VM_SCENARIOS='e2e/61-* e2e/65-* e2e/67-* e2e/84-*' CHECK_FULL=1
+		ROCM_USERLANDS=6.4 VM_SCENARIOS='e2e/61-* e2e/65-* e2e/67-* e2e/84-* e2e/85-*' CHECK_FULL=1
 }
 
 # trixie's own criu 4.1.1: the checkpoint/restore scenarios, and ROCm 6.4.3's processes, which

@@ -65,8 +65,9 @@ packages=(
 	make gcc libc6-dev libdrm-dev libhsakmt-dev libhsa-runtime-dev libamdhip64-dev
 	# the container engines of sid (see above)
 	docker.io/sid docker-cli/sid containerd/sid runc/sid
-	# the CRI client (test/e2e/cri/)
-	g++ pkgconf libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+	# the CRI client (test/e2e/cri/), and the registry a cluster pulls its images from (a
+	# restore through the CRI pulls the checkpoint's base image again)
+	g++ pkgconf libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc docker-registry
 	# the package, built for trixie (make deb): its Build-Depends and lintian
 	build-essential debhelper dpkg-dev libcriu-dev libnuma-dev libprotobuf-c-dev libxxhash-dev protobuf-c-compiler lintian
 )

@@ -6,8 +6,11 @@
 //
 //   cri_client [-s SOCKET] [-t SECONDS] COMMAND ...
 //     version                          the runtime's name and version
+//     pull IMAGE                       PullImage (the image service): what kubelet does before it
+//                                      creates a container; prints the image's reference
 //     pod-run NAME                     RunPodSandbox: a pod on the node's network (no CNI is
-//                                      needed); prints its id
+//                                      needed), its log directory made as kubelet makes it;
+//                                      prints its id
 //     pod-remove POD                   StopPodSandbox, then RemovePodSandbox (and its containers)
 //     create POD NAME IMAGE [OPTION...] [-- COMMAND...]
 //                                      CreateContainer in POD; prints the container's id. IMAGE is
@@ -38,9 +41,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "api.grpc.pb.h"
@@ -63,27 +68,32 @@ struct Options {
 class Runtime {
 public:
 	explicit Runtime(const Options &opts)
-	    : stub_(cri::RuntimeService::NewStub(
-		      grpc::CreateChannel("unix://" + opts.socket, grpc::InsecureChannelCredentials()))),
+	    : channel_(grpc::CreateChannel("unix://" + opts.socket, grpc::InsecureChannelCredentials())),
+	      stub_(cri::RuntimeService::NewStub(channel_)), images_(cri::ImageService::NewStub(channel_)),
 	      timeout_s_(opts.timeout_s)
 	{
 	}
 
-	// Calls one RPC with the deadline; on failure says which call and the runtime's message.
-	template <typename Request, typename Response, typename Method>
-	bool call(const char *name, Method method, const Request &request, Response *response)
+	// Calls one RPC of the runtime or the image service with the deadline; on failure says which
+	// call and the runtime's message.
+	template <typename Service, typename Request, typename Response>
+	bool call(const char *name, grpc::Status (Service::*method)(grpc::ClientContext *, const Request &, Response *),
+		  const Request &request, Response *response)
 	{
 		grpc::ClientContext context;
 		context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_s_));
-		const grpc::Status status = ((*stub_).*method)(&context, request, response);
+		Service *service = nullptr;
+		if constexpr (std::is_same_v<Service, cri::ImageService::Stub>)
+			service = images_.get();
+		else
+			service = stub_.get();
+		const grpc::Status status = (service->*method)(&context, request, response);
 		if (status.ok())
 			return true;
 		std::fprintf(stderr, "cri_client: %s: %s: %s\n", name, code_name(status.error_code()),
 			     status.error_message().c_str());
 		return false;
 	}
-
-	cri::RuntimeService::Stub &stub() { return *stub_; }
 
 private:
 	static const char *code_name(grpc::StatusCode code)
@@ -112,7 +122,9 @@ private:
 		}
 	}
 
+	std::shared_ptr<grpc::Channel> channel_;
 	std::unique_ptr<cri::RuntimeService::Stub> stub_;
+	std::unique_ptr<cri::ImageService::Stub> images_;
 	int timeout_s_;
 };
 
@@ -128,7 +140,8 @@ cri::PodSandboxConfig pod_config(const std::string &name)
 	meta->set_namespace_("default");
 	meta->set_uid("cri-client-" + name);
 	meta->set_attempt(0);
-	config.set_hostname(name);
+	// no hostname: a pod on the node's network shares its UTS namespace too (runc refuses to set
+	// one there), as kubelet's hostNetwork pods do
 	config.set_log_directory("/var/log/pods/" + name);
 	auto *ns = config.mutable_linux()->mutable_security_context()->mutable_namespace_options();
 	ns->set_network(cri::NamespaceMode::NODE);
@@ -169,11 +182,30 @@ int cmd_version(Runtime &rt)
 	return 0;
 }
 
+int cmd_pull(Runtime &rt, const std::string &image)
+{
+	cri::PullImageRequest request;
+	cri::PullImageResponse response;
+	request.mutable_image()->set_image(image);
+	if (!rt.call("PullImage", &cri::ImageService::Stub::PullImage, request, &response))
+		return 1;
+	std::printf("%s\n", response.image_ref().c_str());
+	return 0;
+}
+
 int cmd_pod_run(Runtime &rt, const std::string &name)
 {
 	cri::RunPodSandboxRequest request;
 	cri::RunPodSandboxResponse response;
 	*request.mutable_config() = pod_config(name);
+	// the pod's log directory is kubelet's to make; the runtime writes the containers' logs there
+	std::error_code ec;
+	std::filesystem::create_directories(request.config().log_directory(), ec);
+	if (ec) {
+		std::fprintf(stderr, "cri_client: cannot make %s: %s\n", request.config().log_directory().c_str(),
+			     ec.message().c_str());
+		return 1;
+	}
 	if (!rt.call("RunPodSandbox", &Stub::RunPodSandbox, request, &response))
 		return 1;
 	std::printf("%s\n", response.pod_sandbox_id().c_str());
@@ -210,7 +242,10 @@ int cmd_create(Runtime &rt, const std::vector<std::string> &args)
 	config->mutable_image()->set_image(args[2]);
 	config->set_log_path(args[1] + ".log");
 	auto *security = config->mutable_linux()->mutable_security_context();
+	// the pod's namespaces: the node's network; a pid namespace of the container's own, as a
+	// checkpointed container needs (criu restores it whole)
 	security->mutable_namespace_options()->set_network(cri::NamespaceMode::NODE);
+	security->mutable_namespace_options()->set_pid(cri::NamespaceMode::CONTAINER);
 	for (size_t i = 3; i < args.size(); ++i) {
 		const std::string &opt = args[i];
 		if (opt == "--") {
@@ -235,7 +270,7 @@ int cmd_create(Runtime &rt, const std::vector<std::string> &args)
 		} else if (opt == "--group") {
 			char *end = nullptr;
 			const long gid = std::strtol(value.c_str(), &end, 10);
-			if (*end != '\0' || gid < 0)
+			if (value.empty() || *end != '\0' || gid < 0)
 				usage(("create: --group " + value + " is not a group id").c_str());
 			security->add_supplemental_groups(gid);
 		} else {
@@ -360,6 +395,8 @@ int main(int argc, char **argv)
 	Runtime rt(opts);
 	if (command == "version")
 		return need(0), cmd_version(rt);
+	if (command == "pull")
+		return need(1), cmd_pull(rt, args[0]);
 	if (command == "pod-run")
 		return need(1), cmd_pod_run(rt, args[0]);
 	if (command == "pod-remove")

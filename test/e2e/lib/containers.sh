@@ -34,8 +34,8 @@
 #   tap_guide <block> <what>          runs the command block <block> of Documentation/containers.md
 #                                     (marked "<!-- guide: <block> -->") as written, with bash -e,
 #                                     in $GUIDE_CWD (default: here), given IMAGE, JOB and DATA; one
-#                                     TAP result. The block's pod and ctr (shell variables of the
-#                                     CRI blocks) are set here afterwards
+#                                     TAP result. pod and ctr, the CRI blocks' shell variables, go
+#                                     from one block to the next through the caller's
 #   tap_refused_two_gpus <what> <criu log> <running check> <start command...>
 #                                     a restore of a 2xMI210 job (GPUs 0x2b8c and 0xc1e6) the plugin
 #                                     must refuse: the start command fails (its last line shown),
@@ -152,6 +152,7 @@ tap_guide() {
 	[ -n "$text" ] || { tap_not_ok "$what" "the guide has no block $block"; return 1; }
 	rm -f "$vars"
 	if (cd "${GUIDE_CWD:-.}" && PATH=$E2E_BIN:$PATH IMAGE=${IMAGE:-} JOB=${JOB:-} DATA=${DATA:-} \
+		pod=${pod:-} ctr=${ctr:-} \
 		bash -ec "$text"$'\n''for v in pod ctr; do [ -z "${!v+x}" ] || printf "%s=%q\n" "$v" "${!v}"; done >"$1"' \
 			guide "$vars") >"$out" 2>&1; then
 		tap_ok "$what"
