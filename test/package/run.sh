@@ -32,7 +32,7 @@ fi
 contents=$(dpkg-deb -c "$deb" | awk '{ print $6 }')
 for f in ./usr/lib/criu/amdgpu_plugin.so ./usr/bin/amdgpu-topology ./usr/share/man/man8/criu-amdgpu-plugin.8.gz \
 	./usr/share/man/man1/amdgpu-topology.1.gz ./usr/share/doc/criu-amdgpu-plugin/copyright \
-	./usr/share/doc/criu-amdgpu-plugin/README.md.gz; do
+	./usr/share/doc/criu-amdgpu-plugin/README.md.gz ./usr/share/doc/criu-amdgpu-plugin/containers.md.gz; do
 	check "it ships ${f#.}" grep -qxF "$f" <<<"$contents"
 done
 
