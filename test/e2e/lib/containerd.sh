@@ -6,7 +6,9 @@
 # the CRI by the project's client (test/e2e/cri/cri_client.cpp), for
 # test/e2e/scenarios/85-containerd-cri.sh. Sourced after test/vm/lib.sh and test/e2e/lib.sh. What
 # the node has:
-#   - the package installed with dpkg -i (containers_install_package);
+#   - the node set up by the guide's node-setup block (containers_node): the package installed
+#     with dpkg -i, criu's log kept at $CONTAINERS_CRIU_LOG through /etc/criu/runc.conf
+#     (containerd removes a failed restore's work directory, criu's log with it);
 #   - a registry, Debian's docker-registry on 127.0.0.1:5000, holding the pod's images as a
 #     cluster's registry does (no public one is reachable): containerd restores a checkpoint
 #     archive only after pulling its base image from the registry that image came from. The
@@ -17,15 +19,13 @@
 #     plugin on the native snapshotter (the guest's /var is an overlay, where overlayfs cannot
 #     stack), runc through the io.containerd.runc.v2 shim with cgroupfs, the sandbox image from
 #     that registry, no CDI, no AppArmor; criu from the PATH containerd is given (the suite's);
-#   - pods on the node's network (no CNI), the pod's log directory made as kubelet makes it;
-#   - criu's log kept at a fixed path ($CTR_CRIU_LOG, through /etc/criu/runc.conf): containerd
-#     removes a failed restore's work directory, criu's log with it.
+#   - pods on the node's network (no CNI), the pod's log directory made as kubelet makes it.
 #
 #   containerd_begin "$@"             containers_enter, e2e_require, 4 GiB and containerd, the
 #                                     kernel log mark of e2e_done
 #   containerd_setup <preset> <image function> [args]
-#                                     the emulator as <preset>, overlays, the package, containerd,
-#                                     the registry with the sandbox image, then the function
+#                                     containers_node, containerd, the registry with the sandbox
+#                                     image, then the function
 #   containerd_rocm_image <version> <workload>   pushes a ROCm userland's workload as $CTR_IMAGE
 #   cri <cri_client args...>          the CRI client on this node's containerd
 #   ctr_pod <name>                    a pod (RunPodSandbox); sets pod, adds it to CTR_PODS
@@ -36,10 +36,10 @@
 #                                     at its own path; <image> is an image or a checkpoint archive;
 #                                     sets ctr (its id)
 #   ctr_pid <id>                      the container's pid on the node (0 unless running)
-#   ctr_restored                      after a restore: logs and removes what containerd left of
-#                                     the archive in its TMPDIR
-#   containerd_teardown               removes the pods of CTR_PODS (their containers with them), stops containerd and the registry, waits
-#                                     until no process holds /dev/kfd
+#   ctr_restored                      after a restore: containers_leftovers of containerd
+#   containerd_teardown               removes the pods of CTR_PODS (their containers with them),
+#                                     stops containerd and the registry, waits until no process
+#                                     holds /dev/kfd
 
 # shellcheck source=test/e2e/lib/containers.sh
 . "$VM_REPO/test/e2e/lib/containers.sh"
@@ -48,7 +48,6 @@ CTR_DIR=/tmp/containerd
 CTR_SOCK=/run/containerd/containerd.sock # its default: the guide's commands name none
 CTR_REGISTRY=localhost:5000
 CTR_IMAGE=$CTR_REGISTRY/rocm-workload:test
-CTR_CRIU_LOG=/var/log/criu/runc.log
 CRI_CLIENT=$E2E_BIN/cri_client
 
 cri() {
@@ -142,19 +141,13 @@ containerd_rocm_image() {
 containerd_setup() {
 	local preset=$1 image=$2
 	shift 2
-	emu_reload preset="$preset" || { tap_not_ok "load the emulator as $preset"; e2e_done; }
-	rm -rf "$CTR_DIR"
-	mkdir -p "$CTR_DIR" && mount -t tmpfs -o size=85% tmpfs "$CTR_DIR" ||
-		{ tap_not_ok "a tmpfs for containerd"; e2e_done; }
-	if guest_overlays "$CTR_DIR/overlay" && containers_install_package &&
-		mkdir -p /etc/criu "${CTR_CRIU_LOG%/*}" && echo "log-file $CTR_CRIU_LOG" >/etc/criu/runc.conf &&
-		containerd_start && containerd_pause_image && $image "$@"; then
-		tap_ok "$(cri version) with runc $(runc --version | awk 'NR == 1 { print $3 }'), the plugin from $CONTAINERS_PACKAGE (dpkg -i), images from a registry"
+	containers_node "$preset" "$CTR_DIR"
+	if containerd_start && containerd_pause_image && $image "$@"; then
+		tap_ok "$(cri version) with runc $(runc --version | awk 'NR == 1 { print $3 }'), images from a registry"
 	else
-		tap_not_ok "containerd's CRI, the plugin from the package, images from a registry"
+		tap_not_ok "containerd's CRI, images from a registry"
 		e2e_done
 	fi
-	CRIU_LIBDIR=
 }
 
 ctr_pod() {
@@ -180,10 +173,7 @@ ctr_pid() {
 }
 
 ctr_restored() {
-	local left
-	left=$(find "$CTR_DIR/tmp" -mindepth 1 -maxdepth 1 2>/dev/null)
-	[ -z "$left" ] || log "containerd left the unpacked archive in its TMPDIR: $(du -sm $left | awk '{ s += $1 } END { print s }') MiB; removed"
-	rm -rf $left
+	containers_leftovers "$CTR_DIR/tmp"
 }
 
 containerd_teardown() {

@@ -8,6 +8,19 @@
 #   containers_enter "$@"             re-execute the scenario in a mount namespace of its own (where
 #                                     guest_overlays makes /usr, /var and /etc writable)
 #   containers_require <engine>       skip (77) without <engine>, or in a guest under 4 GiB
+#   containers_node <preset> <dir>    an operator's node for Docker or containerd: the emulator as
+#                                     <preset>, a tmpfs at <dir> (larger than the guest's /tmp:
+#                                     image copies and checkpoints pass through it) holding the
+#                                     overlays, the guide's node-setup block (the package with
+#                                     dpkg -i; criu's runc.conf, its log at $CONTAINERS_CRIU_LOG)
+#   guide_job <image>                 IMAGE, DATA, state and JOB for the guide's commands: ROCm's
+#                                     HIP job with kernels in flight ($KERNEL_ARGS) from <image>,
+#                                     writing its state file in the results directory
+#   containers_leftovers <dir>        logs and removes what containerd left in its TMPDIR <dir>
+#                                     after a restore (the checkpoint it unpacked there)
+#   tap_render_nodes_made <n> <minors>   criu's log says the plugin made <n> render nodes the
+#                                     restored /dev lacked, their minors matching the regex
+#                                     <minors> (the first such line shown)
 #   containers_install_package        installs the package built for this guest's Debian with
 #                                     dpkg -i, as an operator would: on Debian 13 the one make deb
 #                                     built in the trixie root (test/vm/trixie-build.sh), on Debian
@@ -63,6 +76,40 @@ containers_require() {
 		echo "the guest has $((mem_kib / 1024)) MiB; $engine needs 4 GiB here: make check-containers"
 		exit 77
 	fi
+}
+
+containers_node() {
+	local preset=$1 dir=$2 nodes
+	emu_reload preset="$preset" || { tap_not_ok "load the emulator as $preset"; e2e_done; }
+	rm -rf "$dir"
+	mkdir -p "$dir" && mount -t tmpfs -o size=85% tmpfs "$dir" && guest_overlays "$dir/overlay" ||
+		{ tap_not_ok "a tmpfs at $dir, the overlays"; e2e_done; }
+	GUIDE_CWD=$(dirname "$(containers_package)") tap_guide node-setup "the package installed, criu configured" ||
+		e2e_done
+	CRIU_LIBDIR=
+	nodes=$(render_nodes)
+	[ "$nodes" = "/dev/dri/renderD128 /dev/dri/renderD129" ] ||
+		log "the guide's commands name renderD128 and renderD129; this node has $nodes"
+}
+
+guide_job() {
+	IMAGE=$1 DATA=$RESULTS_DIR
+	state=$RESULTS_DIR/job.state
+	JOB="/wl/hip_kernel_workload --state $state ${KERNEL_ARGS[*]}"
+}
+
+containers_leftovers() {
+	local left
+	left=$(find "$1" -mindepth 1 -maxdepth 1 2>/dev/null)
+	[ -z "$left" ] || log "containerd left what it restored from in its TMPDIR: $(du -sm $left | awk '{ s += $1 } END { print s }') MiB; removed"
+	rm -rf $left
+}
+
+tap_render_nodes_made() {
+	local made
+	made=$(grep -c "had no render node in this mount namespace .*: made /dev/dri/renderD$2," "$CONTAINERS_CRIU_LOG")
+	tap_check "the plugin made the $1 render nodes the restored /dev lacked ($made)" [ "$made" = "$1" ]
+	grep -m1 'had no render node' "$CONTAINERS_CRIU_LOG" | sed 's/.*amdgpu_plugin: /#   /'
 }
 
 # The package this guest's Debian is given: its path
@@ -134,6 +181,8 @@ container_rocm_rootfs() {
 }
 
 GUIDE=$VM_REPO/Documentation/containers.md
+# where the guide's node-setup block has criu write its log
+CONTAINERS_CRIU_LOG=/var/log/criu/runc.log
 
 # guide_block <block>: the text of the guide's command block <block>
 guide_block() {

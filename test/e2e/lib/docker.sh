@@ -7,8 +7,8 @@
 # test bed needs on top:
 #   - the node set up as Documentation/containers.md says, its blocks run as written (tap_guide):
 #     the package installed with dpkg -i, criu's /etc/criu/runc.conf (link-remap, and its log at
-#     $DOCKER_CRIU_LOG: `docker start` prints only "criu failed: type RESTORE errno 0"),
-#     Docker's experimental features on in /etc/docker/daemon.json;
+#     $CONTAINERS_CRIU_LOG: `docker start` prints only "criu failed: type RESTORE errno 0"),
+#     Docker's experimental features on in /etc/docker/daemon.json (containers_node);
 #   - dockerd started by hand (no systemd in the guest) at its default paths (/var/lib/docker,
 #     /var/run/docker.sock: the guide's commands are an operator's); it starts its own containerd.
 #     Its storage is vfs (the guest's /var is an overlay, where overlay2 cannot stack, on a tmpfs
@@ -18,9 +18,8 @@
 #   docker_begin "$@"                 containers_enter, e2e_require, 4 GiB and Docker, the kernel
 #                                     log mark of e2e_done
 #   docker_setup <preset> <image function> [args]
-#                                     the emulator as <preset>, overlays, the guide's node-setup and
-#                                     docker-daemon blocks, dockerd, the image (the function imports
-#                                     $DOCKER_IMAGE)
+#                                     containers_node, the guide's docker-daemon block, dockerd, the
+#                                     image (the function imports $DOCKER_IMAGE)
 #   docker_rocm_image <version> <workload>   imports a ROCm userland's workload (container_rocm_rootfs)
 #   docker_gpu_run <name> <workload> <devices> [workload args...]
 #                                     `docker run -d` of /wl/<workload>_workload as ROCm's
@@ -33,8 +32,7 @@
 #                                     checkpoint is restored into)
 #   docker_checkpoint_into <checkpoint dir> <name>   puts a checkpoint where `docker start
 #                                     --checkpoint` of container <name> finds it (see below)
-#   docker_restored                   after a restore: logs and removes what containerd left of the
-#                                     checkpoint in its TMPDIR (a node would keep it until reboot)
+#   docker_restored                   after a restore: containers_leftovers of dockerd's containerd
 #   tap_docker <name> <docker args...>   one TAP result for a docker command; on failure its output
 #                                     and the plugin's errors from criu's log
 #   docker_teardown                   removes every container, stops dockerd, waits until no
@@ -50,7 +48,6 @@
 
 DOCKER_DIR=/tmp/docker
 DOCKER_IMAGE=localhost/gpu-workloads:test
-DOCKER_CRIU_LOG=/var/log/criu/runc.log
 
 docker_begin() {
 	containers_enter "$@"
@@ -78,22 +75,14 @@ docker_start_daemon() {
 docker_setup() {
 	local preset=$1 image=$2
 	shift 2
-	emu_reload preset="$preset" || { tap_not_ok "load the emulator as $preset"; e2e_done; }
-	# a tmpfs of its own (the overlays' upper layers: /var/lib/docker), larger than the guest's
-	# /tmp: vfs copies the image for every container, and a checkpoint passes through
-	# containerd's content store on its way to the directory
-	rm -rf "$DOCKER_DIR"
-	mkdir -p "$DOCKER_DIR" && mount -t tmpfs -o size=85% tmpfs "$DOCKER_DIR" && guest_overlays "$DOCKER_DIR/overlay" ||
-		{ tap_not_ok "a tmpfs for Docker, the overlays"; e2e_done; }
-	GUIDE_CWD=$(dirname "$(containers_package)") tap_guide node-setup "the package installed, criu configured" &&
-		tap_guide docker-daemon "Docker's experimental features on" || e2e_done
+	containers_node "$preset" "$DOCKER_DIR"
+	tap_guide docker-daemon "Docker's experimental features on" || e2e_done
 	if docker_start_daemon && $image "$@"; then
 		tap_ok "docker $(docker version -f '{{.Server.Version}}') (containerd $(containerd --version | awk '{ print $3 }'), runc $(runc --version | awk 'NR == 1 { print $3 }')), an imported image"
 	else
 		tap_not_ok "docker, an imported image"
 		e2e_done
 	fi
-	CRIU_LIBDIR=
 }
 
 # The options of a GPU container, in gpu_opts: what ROCm's documentation gives (the device nodes,
@@ -144,15 +133,12 @@ docker_checkpoint_into() {
 }
 
 docker_restored() {
-	local left
-	left=$(find "$DOCKER_DIR/tmp" -maxdepth 1 -name 'ctrd-checkpoint*' 2>/dev/null)
-	[ -z "$left" ] || log "containerd left the unpacked checkpoint in its TMPDIR: $(du -sm $left | awk '{ s += $1 } END { print s }') MiB in $(echo "$left" | wc -l) directories; removed"
-	rm -rf $left
+	containers_leftovers "$DOCKER_DIR/tmp"
 }
 
 # The plugin's errors in criu's last log, for a failed command's diagnostics
 docker_plugin_errors() {
-	grep -E 'amdgpu_plugin: .*(fail|cannot|refus|lacks|needs|no GPU)' "$DOCKER_CRIU_LOG" 2>/dev/null | grep -v param: | tail -n 4
+	grep -E 'amdgpu_plugin: .*(fail|cannot|refus|lacks|needs|no GPU)' "$CONTAINERS_CRIU_LOG" 2>/dev/null | grep -v param: | tail -n 4
 }
 
 tap_docker() {
@@ -164,7 +150,7 @@ tap_docker() {
 		return 0
 	fi
 	tap_not_ok "$name" "$(tail -n 3 "$out" | tr '\n' ';')"
-	cp "$DOCKER_CRIU_LOG" "$RESULTS_DIR/docker-$TAP_N-criu.log" 2>/dev/null
+	cp "$CONTAINERS_CRIU_LOG" "$RESULTS_DIR/docker-$TAP_N-criu.log" 2>/dev/null
 	docker_plugin_errors | sed 's/^/#   /'
 	return 1
 }

@@ -41,8 +41,6 @@ cps=$DOCKER_DIR/checkpoints
 
 docker_setup 2xmi210 docker_rocm_image "$version" hip_kernel
 read -ra nodes <<<"$(render_nodes)"
-[ "${nodes[*]}" = "/dev/dri/renderD128 /dev/dri/renderD129" ] ||
-	log "the guide's commands name renderD128 and renderD129; this node has ${nodes[*]}"
 
 # tap_docker_restore <what> <container>: starts <container> from checkpoint cp (already in place),
 # then the job must run on, verified, its saved waves resumed
@@ -60,9 +58,7 @@ tap_docker_restore() {
 
 # 1. Two GPUs, kernels in flight, to another node with other gpu_ids and render minors: the
 # guide's commands, as written.
-IMAGE=$DOCKER_IMAGE DATA=$RESULTS_DIR
-state=$RESULTS_DIR/job.state
-JOB="/wl/hip_kernel_workload --state $state ${KERNEL_ARGS[*]}"
+guide_job "$DOCKER_IMAGE"
 if tap_guide docker-run "a ROCm $version HIP job in a container given ${nodes[*]}" &&
 	pid=$(docker_pid job) && wait_for "[ -s '$state' ]" 120; then
 	wait_long_kernels_early "two GPUs"
@@ -83,9 +79,7 @@ if tap_guide docker-run "a ROCm $version HIP job in a container given ${nodes[*]
 	pid=$(docker_pid job)
 	tap_alive_verified "$what: the job carries on (every kernel in flight finished right, new ones run)" "$pid" "$state"
 	tap_resumed "$what" "$mark"
-	made=$(grep -c 'had no render node in this mount namespace .*: made /dev/dri/renderD15[01]' "$DOCKER_CRIU_LOG")
-	tap_check "the plugin made the two render nodes the restored /dev lacked ($made)" [ "$made" = 2 ]
-	grep -m1 'had no render node' "$DOCKER_CRIU_LOG" | sed 's/.*amdgpu_plugin: /#   /'
+	tap_render_nodes_made 2 '15[01]'
 	tap_check "the container's /dev/dri holds renderD150 and renderD151" \
 		eval "docker exec job /bin/busybox ls /dev/dri | tr '\n' ' ' | grep -q 'renderD150 renderD151'"
 	docker rm -f job >/dev/null 2>&1
@@ -130,7 +124,7 @@ emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 render_minor_base=150 ||
 if docker_gpu_create job hip_kernel /dev/dri/renderD150 "${KERNEL_ARGS[@]}" &&
 	docker_checkpoint_into /var/lib/gpu-checkpoints/cp job; then
 	tap_refused_two_gpus "docker start --checkpoint of the two-GPU job in a container given one GPU" \
-		"$DOCKER_CRIU_LOG" "[ \"\$(docker inspect -f '{{.State.Running}}' job 2>/dev/null)\" = true ]" \
+		"$CONTAINERS_CRIU_LOG" "[ \"\$(docker inspect -f '{{.State.Running}}' job 2>/dev/null)\" = true ]" \
 		docker start --checkpoint cp job
 	docker_restored
 	docker rm -f job >/dev/null 2>&1

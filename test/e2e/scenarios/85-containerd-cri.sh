@@ -35,14 +35,10 @@ archive=/var/lib/gpu-checkpoints/job.tar
 
 containerd_setup 2xmi210 containerd_rocm_image "$version" hip_kernel
 read -ra nodes <<<"$(render_nodes)"
-[ "${nodes[*]}" = "/dev/dri/renderD128 /dev/dri/renderD129" ] ||
-	log "the guide's commands name renderD128 and renderD129; this node has ${nodes[*]}"
 
 # 1. Checkpointed through the CRI, restored from the archive on another node: the guide's
 # commands, as written.
-IMAGE=$CTR_IMAGE DATA=$RESULTS_DIR
-state=$RESULTS_DIR/job.state
-JOB="/wl/hip_kernel_workload --state $state ${KERNEL_ARGS[*]}"
+guide_job "$CTR_IMAGE"
 if tap_guide cri-run "a ROCm $version HIP job in a pod given ${nodes[*]}" && CTR_PODS+=" $pod" &&
 	pid=$(ctr_pid "$ctr") && wait_for "[ -s '$state' ]" 120; then
 	wait_long_kernels_early "two GPUs"
@@ -62,16 +58,15 @@ if tap_guide cri-run "a ROCm $version HIP job in a pod given ${nodes[*]}" && CTR
 	mark="$KERNELS_TAG: restore $(date +%s%N)"
 	dmesg_mark "$mark"
 	if ! tap_guide cri-restore "$what: a new pod, CreateContainer from the archive, StartContainer"; then
-		cp "$CTR_CRIU_LOG" "$RESULTS_DIR/restore-criu.log" 2>/dev/null
-		grep amdgpu_plugin "$CTR_CRIU_LOG" | grep -v param: | tail -n 4 | sed 's/^/#   /'
+		cp "$CONTAINERS_CRIU_LOG" "$RESULTS_DIR/restore-criu.log" 2>/dev/null
+		grep amdgpu_plugin "$CONTAINERS_CRIU_LOG" | grep -v param: | tail -n 4 | sed 's/^/#   /'
 	fi
 	CTR_PODS+=" $pod"
 	ctr_restored
 	pid=$(ctr_pid "$ctr")
 	tap_alive_verified "$what: the job carries on (every kernel in flight finished right, new ones run)" "$pid" "$state"
 	tap_resumed "$what" "$mark"
-	made=$(grep -c 'had no render node in this mount namespace .*: made /dev/dri/renderD15[01]' "$CTR_CRIU_LOG")
-	tap_check "the plugin made the two render nodes the restored /dev lacked ($made)" [ "$made" = 2 ]
+	tap_render_nodes_made 2 '15[01]'
 	cri pod-remove "$pod" >/dev/null 2>&1
 	wait_kfd_released "after the restored pod"
 else
@@ -86,7 +81,7 @@ fi
 # 2. The archive in a pod given one GPU: refused, nothing left.
 if [ -e "$archive" ] && ctr_pod pod3 && ctr_gpu_create "$pod" job "$archive" /dev/dri/renderD150 "${KERNEL_ARGS[@]}"; then
 	tap_refused_two_gpus "StartContainer of the two-GPU archive in a container given one GPU" \
-		"$CTR_CRIU_LOG" "[ \"\$(cri status $ctr | cut -d' ' -f1)\" = running ]" cri start "$ctr"
+		"$CONTAINERS_CRIU_LOG" "[ \"\$(cri status $ctr | cut -d' ' -f1)\" = running ]" cri start "$ctr"
 	ctr_restored
 	cri pod-remove "$pod" >/dev/null 2>&1
 	CTR_WORKLOAD=hip_kernel
