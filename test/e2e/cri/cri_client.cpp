@@ -25,8 +25,6 @@
 //     checkpoint ID ARCHIVE            CheckpointContainer to ARCHIVE (what kubelet's checkpoint API
 //                                      calls); the container runs on
 //     status ID                        "STATE PID EXIT_CODE" (PID 0 unless running)
-//     remove ID                        StopContainer, then RemoveContainer
-//     list                             "ID NAME STATE" of every container
 //
 // A failed call prints "cri_client: <call>: <gRPC code>: <the runtime's message>" on stderr and
 // exits 1: the message is what kubelet would log and report in the pod's events.
@@ -341,31 +339,6 @@ int cmd_status(Runtime &rt, const std::string &id)
 	return 0;
 }
 
-int cmd_remove(Runtime &rt, const std::string &id)
-{
-	cri::StopContainerRequest stop;
-	cri::StopContainerResponse stopped;
-	stop.set_container_id(id);
-	stop.set_timeout(0);
-	if (!rt.call("StopContainer", &Stub::StopContainer, stop, &stopped))
-		return 1;
-	cri::RemoveContainerRequest remove;
-	cri::RemoveContainerResponse removed;
-	remove.set_container_id(id);
-	return rt.call("RemoveContainer", &Stub::RemoveContainer, remove, &removed) ? 0 : 1;
-}
-
-int cmd_list(Runtime &rt)
-{
-	cri::ListContainersRequest request;
-	cri::ListContainersResponse response;
-	if (!rt.call("ListContainers", &Stub::ListContainers, request, &response))
-		return 1;
-	for (const auto &c : response.containers())
-		std::printf("%s %s %s\n", c.id().c_str(), c.metadata().name().c_str(), state_name(c.state()));
-	return 0;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -409,9 +382,5 @@ int main(int argc, char **argv)
 		return need(2), cmd_checkpoint(rt, args[0], args[1], opts.timeout_s);
 	if (command == "status")
 		return need(1), cmd_status(rt, args[0]);
-	if (command == "remove")
-		return need(1), cmd_remove(rt, args[0]);
-	if (command == "list")
-		return need(0), cmd_list(rt);
 	usage(("unknown command " + command).c_str());
 }
