@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "copy/bo_transfer.hpp"
 
-#include "copy/amdgpu_device.hpp"
+#include "copy/sdma_engine.hpp"
 #include "support/error.hpp"
 #include "images/image_store.hpp"
 #include "support/log.hpp"
 #include "support/plugin_thread.hpp"
 #include "images/pages_blocks.hpp"
-#include "copy/sdma_packets.hpp"
 #include "copy/staging_memory.hpp"
 #include "copy/transfer_plan.hpp"
 
@@ -41,20 +40,15 @@ uint64_t engine_timeout_ns(uint64_t bytes)
 	return kHungEngineGraceNs + bytes * 1'000'000'000 / kHungEngineFloorBytesPerSec;
 }
 
-// One staging buffer of the ring with the indirect buffer that copies through it. The host
-// memory is registered with the GPU once, not per chunk.
+// One staging buffer of the ring: the engine's staging buffer number `index`, given to it once,
+// not per chunk.
 struct Slot {
-	Slot(const GpuDevice &dev, uint64_t size, int numa_node, uint64_t ib_bytes)
-	    : memory(size, numa_node), staging(MappedBo::from_user_memory(dev, memory.data(), size)),
-	      ib(MappedBo::alloc_gtt(dev, ib_bytes))
-	{
-	}
+	Slot(size_t index, uint64_t size, int numa_node) : index(index), memory(size, numa_node) {}
 
-	StagingMemory memory; // outlives its registration below (members die in reverse)
-	MappedBo staging;
-	MappedBo ib;
+	size_t index;
+	StagingMemory memory;
 	std::optional<size_t> chunk; // the chunk in flight in this slot
-	uint64_t seq = 0;
+	uint64_t batch = 0;
 };
 
 // Through the image streamer the pages images pass one after another, each in one go. The workers
@@ -119,9 +113,10 @@ private:
 class GpuWorker {
 public:
 	GpuWorker(CopyDirection dir, const GpuCopyJob &job, size_t job_index, const ImageDir &image_dir,
-		  uint32_t kfd_id, uint64_t budget, const std::atomic<bool> &cancel, ImageTurns &turns)
+		  uint32_t kfd_id, uint64_t budget, const std::atomic<bool> &cancel, ImageTurns &turns,
+		  CopyEngines &engines)
 	    : dir_(dir), job_(job), job_index_(job_index), image_dir_(image_dir), kfd_id_(kfd_id), budget_(budget),
-	      cancel_(cancel), turns_(turns)
+	      cancel_(cancel), turns_(turns), engines_(engines)
 	{
 	}
 
@@ -131,7 +126,6 @@ private:
 	struct Ring {
 		uint64_t slot_size = 0;
 		size_t slots = 0; // never more than the chunks
-		uint64_t ib_bytes = 0;
 	};
 
 	void take_empty_image(); // restoring a GPU without BOs
@@ -140,11 +134,10 @@ private:
 	void drain(const Ring &ring) noexcept;
 	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
 	void submit(Slot &slot, size_t chunk_index);
-	void emit_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p, uint64_t bo_va);
-	const MappedBo &mapped_bo(uint32_t index); // imported on first use, while earlier chunks copy
-	ImageWriter &writer();			   // opened at its turn
-	ImageReader &reader();			   // opened at its turn
-	void finish_image();			   // closes the image and passes the turn on
+	void ops_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p);
+	ImageWriter &writer(); // opened at its turn
+	ImageReader &reader(); // opened at its turn
+	void finish_image();   // closes the image and passes the turn on
 
 	CopyDirection dir_;
 	const GpuCopyJob &job_;
@@ -154,6 +147,7 @@ private:
 	uint64_t budget_;
 	const std::atomic<bool> &cancel_;
 	ImageTurns &turns_;
+	CopyEngines &engines_;
 	uint64_t total_ = 0;
 	uint64_t io_bytes_ = 0;
 	uint64_t zero_bytes_ = 0;
@@ -164,15 +158,13 @@ private:
 	uint64_t chain_bytes_ = 0;
 
 	std::vector<TransferChunk> plan_;
-	// Members die in reverse: every BO mapping must be undone through the device before the
-	// device goes (libdrm closes its fd with it, and the render file may outlive this worker).
-	std::optional<GpuDevice> dev_;
-	std::vector<std::optional<MappedBo>> bos_;
-	std::optional<SdmaQueue> queue_;
+	// Members die in reverse: the staging memory outlives the engine that reaches it.
 	std::vector<std::unique_ptr<Slot>> slots_;
+	std::unique_ptr<CopyEngine> engine_;
 	std::optional<ImageWriter> writer_;
 	std::optional<ImageReader> reader_;
-	std::vector<uint32_t> ib_;
+	std::vector<EngineOp> ops_;
+	size_t max_ops_ = 0; // of a chunk
 };
 
 void GpuWorker::complete(Slot &slot)
@@ -180,7 +172,7 @@ void GpuWorker::complete(Slot &slot)
 	if (!slot.chunk)
 		return;
 	const TransferChunk &c = plan_[*slot.chunk];
-	queue_->wait(slot.seq, engine_timeout_ns(c.len));
+	engine_->wait(slot.batch, engine_timeout_ns(c.len));
 	slot.chunk.reset();
 	if (dir_ == CopyDirection::to_image)
 		sink_->put({ slot.memory.data(), static_cast<size_t>(c.len) }, writer());
@@ -228,45 +220,29 @@ void GpuWorker::finish_image()
 	turns_.pass(job_index_);
 }
 
-const MappedBo &GpuWorker::mapped_bo(uint32_t index)
-{
-	if (!bos_[index])
-		bos_[index].emplace(MappedBo::import_dmabuf(*dev_, job_.dmabuf_fds[index], job_.sizes[index]));
-	return *bos_[index];
-}
-
 void GpuWorker::submit(Slot &slot, size_t chunk_index)
 {
 	const TransferChunk &c = plan_[chunk_index];
-	ib_.clear();
-	std::vector<amdgpu_bo_handle> resources { slot.staging.handle() };
+	ops_.clear();
 	for (const TransferPiece &p : c.pieces) {
-		const MappedBo &bo = mapped_bo(p.bo);
-		const uint64_t bo_va = bo.va() + p.bo_offset;
-		const uint64_t staging_va = slot.staging.va() + p.slot_offset;
 		if (dir_ == CopyDirection::to_image)
-			sdma::emit_copy_linear(ib_, bo_va, staging_va, p.len);
+			ops_.push_back({ EngineOp::Kind::to_staging, p.bo, p.bo_offset, p.slot_offset, p.len });
 		else
-			emit_from_image(slot, c, p, bo_va);
-		if (resources.back() != bo.handle())
-			resources.push_back(bo.handle());
+			ops_from_image(slot, c, p);
 	}
 	if (dir_ == CopyDirection::from_image && chunk_index + 1 == plan_.size())
 		finish_image(); // read to the end: the next GPU's image may come
-	sdma::pad_ib(ib_);
-	if (ib_.size() * sizeof(uint32_t) > slot.ib.size())
-		fail(-EOVERFLOW, "GPU 0x%04x: %zu-dword indirect buffer exceeds its %llu bytes", job_.gpu_id,
-		     ib_.size(), static_cast<unsigned long long>(slot.ib.size()));
-	std::memcpy(slot.ib.cpu(), ib_.data(), ib_.size() * sizeof(uint32_t));
-	slot.seq = queue_->submit(slot.ib, static_cast<uint32_t>(ib_.size()), resources);
+	if (ops_.size() > max_ops_)
+		fail(-EOVERFLOW, "GPU 0x%04x: a chunk of %zu engine operations exceeds the %zu planned", job_.gpu_id,
+		     ops_.size(), max_ops_);
+	slot.batch = engine_->submit(slot.index, ops_);
 	slot.chunk = chunk_index;
 }
 
 // One piece of a restore: the image's data is read into the staging buffer and copied; its holes
 // are skipped and filled with zeros by the engine.
-void GpuWorker::emit_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p, uint64_t bo_va)
+void GpuWorker::ops_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p)
 {
-	const uint64_t staging_va = slot.staging.va() + p.slot_offset;
 	const uint64_t at = c.image_offset + p.slot_offset;
 	reader(); // opened at its turn, which finds its holes
 	if (chained_) {
@@ -274,7 +250,7 @@ void GpuWorker::emit_from_image(Slot &slot, const TransferChunk &c, const Transf
 			const uint64_t d = piece.offset - at;
 			if (piece.from == ChainedPages::From::zeros) {
 				summer_->add_zeros(piece.len);
-				sdma::emit_const_fill(ib_, bo_va + d, 0, piece.len);
+				ops_.push_back({ EngineOp::Kind::zero_fill, p.bo, p.bo_offset + d, 0, piece.len });
 				zero_bytes_ += piece.len;
 				continue;
 			}
@@ -282,7 +258,8 @@ void GpuWorker::emit_from_image(Slot &slot, const TransferChunk &c, const Transf
 							 static_cast<size_t>(piece.len) };
 			chained_->read(piece, *reader_, bytes);
 			summer_->add(bytes);
-			sdma::emit_copy_linear(ib_, staging_va + d, bo_va + d, piece.len);
+			ops_.push_back(
+				{ EngineOp::Kind::from_staging, p.bo, p.bo_offset + d, p.slot_offset + d, piece.len });
 			(piece.from == ChainedPages::From::chain ? chain_bytes_ : io_bytes_) += piece.len;
 		}
 		return;
@@ -292,14 +269,15 @@ void GpuWorker::emit_from_image(Slot &slot, const TransferChunk &c, const Transf
 		if (e.zero) {
 			reader().skip(e.len);
 			summer_->add_zeros(e.len);
-			sdma::emit_const_fill(ib_, bo_va + d, 0, e.len);
+			ops_.push_back({ EngineOp::Kind::zero_fill, p.bo, p.bo_offset + d, 0, e.len });
 			zero_bytes_ += e.len;
 		} else {
 			const std::span<uint8_t> bytes { slot.memory.data() + p.slot_offset + d,
 							 static_cast<size_t>(e.len) };
 			reader().read(bytes);
 			summer_->add(bytes);
-			sdma::emit_copy_linear(ib_, staging_va + d, bo_va + d, e.len);
+			ops_.push_back(
+				{ EngineOp::Kind::from_staging, p.bo, p.bo_offset + d, p.slot_offset + d, e.len });
 			io_bytes_ += e.len;
 		}
 	}
@@ -319,22 +297,19 @@ void GpuWorker::take_empty_image()
 	turns_.pass(job_index_);
 }
 
-// The device, the plan, the ring's shape and the engine's queue.
+// The engine, the plan and the ring's shape.
 GpuWorker::Ring GpuWorker::set_up()
 {
-	dev_.emplace(job_.render_fd, job_.gpu_id);
-	bos_.resize(job_.sizes.size());
+	engine_ = engines_.open(job_);
 
 	const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 	const StagingShape shape = staging_shape(budget_, total_, page);
 	plan_ = plan_transfer(job_.sizes, shape.slot_size, kMaxPiecesPerChunk);
-	// every hole of a chunk splits one copy and adds fills; holes are at least kMinFillBytes
+	// Restoring, every hole of a chunk (at least kMinFillBytes; a block of the chain, 1 MiB, is
+	// longer) splits a piece's copy in two and adds a fill.
 	const uint64_t max_holes = shape.slot_size / kMinFillBytes + 1;
-	const uint64_t ib_bytes = (sdma::copy_linear_packets(shape.slot_size) + kMaxPiecesPerChunk + max_holes) *
-					  (sdma::kCopyLinearDwords + sdma::kConstFillDwords) * 4 +
-				  sdma::kIbAlignDwords * 4;
-	queue_.emplace(*dev_);
-	return { shape.slot_size, std::min<size_t>(shape.slots, plan_.size()), ib_bytes };
+	max_ops_ = kMaxPiecesPerChunk + 2 * max_holes;
+	return { shape.slot_size, std::min<size_t>(shape.slots, plan_.size()) };
 }
 
 void GpuWorker::copy_chunks(const Ring &ring)
@@ -342,10 +317,13 @@ void GpuWorker::copy_chunks(const Ring &ring)
 	for (size_t i = 0; i < plan_.size(); i++) {
 		if (cancel_.load(std::memory_order_relaxed))
 			fail(-ECANCELED, "GPU 0x%04x: copy stopped after another GPU failed", job_.gpu_id);
-		// a slot is made (its memory registered with the GPU) when first needed, while the
-		// engine already copies through the earlier ones
-		if (slots_.size() < ring.slots)
-			slots_.push_back(std::make_unique<Slot>(*dev_, ring.slot_size, job_.numa_node, ring.ib_bytes));
+		// a slot is made (its memory given to the engine) when first needed, while the engine
+		// already copies through the earlier ones
+		if (slots_.size() < ring.slots) {
+			slots_.push_back(std::make_unique<Slot>(slots_.size(), ring.slot_size, job_.numa_node));
+			const Slot &made = *slots_.back();
+			engine_->add_staging({ made.memory.data(), made.memory.size() }, max_ops_);
+		}
 		Slot &slot = *slots_[i % ring.slots];
 		complete(slot);
 		submit(slot, i);
@@ -366,7 +344,7 @@ void GpuWorker::drain(const Ring &ring) noexcept
 		const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
 			deadline - std::chrono::steady_clock::now());
 		try {
-			queue_->wait(slot->seq, std::max<int64_t>(left.count(), 0));
+			engine_->wait(slot->batch, std::max<int64_t>(left.count(), 0));
 		} catch (...) {
 		}
 	}
@@ -522,7 +500,8 @@ std::string describe(const CopyStats &s)
 }
 
 std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,
-					const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size)
+					const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size,
+					CopyEngines &engines)
 {
 	std::vector<CopyStats> stats(jobs.size());
 	std::vector<std::exception_ptr> errors(jobs.size());
@@ -533,7 +512,7 @@ std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const
 		threads.push_back(plugin_thread([&, i] {
 			try {
 				GpuWorker worker(direction, jobs[i], i, image_dir, kfd_id, max_buffer_size, cancel,
-						 turns);
+						 turns, engines);
 				stats[i] = worker.run();
 			} catch (...) {
 				errors[i] = std::current_exception();
@@ -550,22 +529,15 @@ std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const
 	return stats;
 }
 
-namespace {
-
-class SdmaCopier final : public ContentCopier {
-public:
-	std::vector<CopyStats> copy(CopyDirection direction, std::span<const GpuCopyJob> jobs,
-				    const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size) override
-	{
-		return copy_bo_contents(direction, jobs, image_dir, kfd_id, max_buffer_size);
-	}
-};
-
-} // namespace
+std::vector<CopyStats> EngineCopier::copy(CopyDirection direction, std::span<const GpuCopyJob> jobs,
+					  const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size)
+{
+	return copy_bo_contents(direction, jobs, image_dir, kfd_id, max_buffer_size, engines_);
+}
 
 ContentCopier &sdma_copier()
 {
-	static SdmaCopier copier;
+	static EngineCopier copier(sdma_engines());
 	return copier;
 }
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
-// Moving BO contents between VRAM/GTT and the pages images, through each GPU's SDMA engine.
+// Moving BO contents between VRAM/GTT and the pages images, through each GPU's copy engine (on a
+// node its SDMA engine: copy_engine.hpp).
 //
 // One worker thread per GPU; GPUs run in parallel (through criu's image streamer their images
-// still pass one after another, in GPU id order: see ImageTurns). Within a GPU a ring of staging buffers,
-// registered with the GPU once, lets the engine fill buffer k+1 while buffer k is written to the
+// still pass one after another, in GPU id order: see ImageTurns). Within a GPU a ring of staging
+// buffers, given to the engine once, lets the engine fill buffer k+1 while buffer k is written to the
 // image (dump), or the image read of k+1 overlap the engine's write of k (restore). Host memory is
 // the ring, bounded by KFD_MAX_BUFFER_SIZE per GPU, whatever the size of a BO or of VRAM. Zeros
 // are neither written nor read: holes in the image, filled by the engine (sparse_pages.hpp). Every
@@ -14,6 +15,7 @@
 // from them (pages_blocks.hpp).
 #pragma once
 
+#include "copy/copy_engine.hpp"
 #include "images/image_chain.hpp"
 #include "images/image_checksums.hpp"
 #include "images/image_store.hpp"
@@ -78,10 +80,12 @@ int numa_node_of(const Topology &topology, uint32_t gpu_id);
 // unchanged, left to earlier checkpoints" (restoring: read from).
 std::string describe(const CopyStats &stats);
 
-// Runs one worker per job. After every worker has stopped, throws the first failure of a GPU's
-// own (a GPU stopped because another failed says only -ECANCELED).
+// Runs one worker per job, each driving the engine `engines` opens for its GPU. After every
+// worker has stopped, throws the first failure of a GPU's own (a GPU stopped because another
+// failed says only -ECANCELED).
 std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,
-					const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size);
+					const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size,
+					CopyEngines &engines);
 
 // The copy as the dump and restore sessions see it, so that a host test can stand in for the GPUs.
 class ContentCopier {
@@ -91,7 +95,18 @@ public:
 					    const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size) = 0;
 };
 
-// copy_bo_contents(), through each GPU's SDMA engine.
+// copy_bo_contents() through the engines of `engines`.
+class EngineCopier final : public ContentCopier {
+public:
+	explicit EngineCopier(CopyEngines &engines) : engines_(engines) {}
+	std::vector<CopyStats> copy(CopyDirection direction, std::span<const GpuCopyJob> jobs,
+				    const ImageDir &image_dir, uint32_t kfd_id, uint64_t max_buffer_size) override;
+
+private:
+	CopyEngines &engines_;
+};
+
+// copy_bo_contents(), through each GPU's SDMA engine (sdma_engine.hpp).
 ContentCopier &sdma_copier();
 
 } // namespace amdgpu
