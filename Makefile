@@ -49,9 +49,14 @@ TOOLS      := $(patsubst tools/%.cpp,$(BUILD)/bin/%,$(TOOL_SRCS))
 BENCH_SRCS := $(wildcard test/bench/*.cpp)
 BENCHES    := $(patsubst test/bench/%.cpp,$(BUILD)/bench/%,$(BENCH_SRCS))
 
+# Copy engines whose VRAM is host memory (test/engines): the unit tests and the benchmarks drive
+# the plugin's own transfer with them.
+ENGINE_SRCS := $(wildcard test/engines/*.cpp)
+ENGINE_OBJS := $(patsubst %.cpp,$(BUILD)/%.o,$(ENGINE_SRCS))
+
 UNIT_SRCS  := $(wildcard test/unit/*.cpp)
-CPPFLAGS   += -Itools/support
-UNIT_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT_SRCS))
+CPPFLAGS   += -Itools/support -Itest
+UNIT_OBJS  := $(patsubst %.cpp,$(BUILD)/%.o,$(UNIT_SRCS) $(ENGINE_SRCS))
 UNIT_BIN   := $(BUILD)/test/unit/unit-tests
 
 # The same plugin seen from criu 4.3: tests compiled against 4.3's criu-plugin.h (downloaded once by
@@ -131,7 +136,7 @@ $(BUILD)/bin/%: $(BUILD)/tools/%.o $(HOST_OBJ) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -rdynamic -o $@ $^ -Wl,--as-needed $(LDLIBS)
 
-$(BUILD)/bench/%: $(BUILD)/test/bench/%.o $(HOST_OBJ) $(CORE_LIB)
+$(BUILD)/bench/%: $(BUILD)/test/bench/%.o $(ENGINE_OBJS) $(HOST_OBJ) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) -rdynamic -o $@ $^ $(LDLIBS)
 
@@ -149,7 +154,7 @@ SAN_tsan   := -fsanitize=thread
 # instrumentation (std::regex builds them), which the plain build does not: that warning is the
 # plain build's to give.
 SAN_WARN   := -Wno-maybe-uninitialized
-SAN_SRCS   := $(CORE_SRCS) $(UNIT_SRCS) tools/support/criu_host.cpp
+SAN_SRCS   := $(CORE_SRCS) $(UNIT_SRCS) $(ENGINE_SRCS) tools/support/criu_host.cpp
 SAN_BINS   := $(foreach k,$(SAN_KINDS),$(BUILD)/test/unit/unit-tests-$(k))
 
 define san_rules
