@@ -156,6 +156,7 @@ private:
 	std::optional<BlockSummer> summer_;   // restoring
 	std::optional<ChainedPages> chained_; // restoring an image that takes blocks from the chain
 	uint64_t chain_bytes_ = 0;
+	double io_seconds_ = 0;
 
 	std::vector<TransferChunk> plan_;
 	// Members die in reverse: the staging memory outlives the engine that reaches it.
@@ -213,9 +214,12 @@ void GpuWorker::finish_image()
 		if (!sink_) // a GPU without BOs
 			sink_.emplace(job_.image_gpu_id, job_.sizes, job_.chain);
 		writer().finish();
+		io_seconds_ = writer_->io_seconds();
 		io_bytes_ = writer_->stored();
 		zero_bytes_ = writer_->holes();
 	}
+	if (reader_)
+		io_seconds_ += reader_->io_seconds();
 	reader_.reset();
 	turns_.pass(job_index_);
 }
@@ -385,6 +389,7 @@ CopyStats GpuWorker::run()
 		finish_image(); // every GPU has a pages image, empty or not, as upstream writes them
 	stats.io_bytes = io_bytes_;
 	stats.zero_bytes = zero_bytes_;
+	stats.io_seconds = io_seconds_ + (chained_ ? chained_->io_seconds() : 0);
 	if (dir_ == CopyDirection::to_image) {
 		stats.sum_seconds = sink_->sum_seconds();
 		stats.sums = sink_->finish(*writer_);
@@ -491,12 +496,13 @@ std::string describe(const CopyStats &s)
 							    static_cast<double>(s.chain_bytes) / (1 << 20),
 							    dump ? "unchanged, left to" : "read from")
 						: std::string();
-	return strprintf(
-		"GPU 0x%04x: %.1f MiB in %.3f s (%.0f MB/s), %.1f MiB %s, %.1f MiB of zeros %s, "
-		"%.1f MiB staging, setup %.3f s, checksums %.3f s%s",
-		s.gpu_id, mib, s.seconds, mbps, static_cast<double>(s.io_bytes) / (1 << 20), dump ? "written" : "read",
-		static_cast<double>(s.zero_bytes) / (1 << 20), dump ? "left as holes" : "filled by the engine",
-		static_cast<double>(s.staging_bytes) / (1 << 20), s.setup_seconds, s.sum_seconds, chain.c_str());
+	return strprintf("GPU 0x%04x: %.1f MiB in %.3f s (%.0f MB/s), %.1f MiB %s, %.1f MiB of zeros %s, "
+			 "%.1f MiB staging, setup %.3f s, image I/O %.3f s, checksums %.3f s%s",
+			 s.gpu_id, mib, s.seconds, mbps, static_cast<double>(s.io_bytes) / (1 << 20),
+			 dump ? "written" : "read", static_cast<double>(s.zero_bytes) / (1 << 20),
+			 dump ? "left as holes" : "filled by the engine",
+			 static_cast<double>(s.staging_bytes) / (1 << 20), s.setup_seconds, s.io_seconds, s.sum_seconds,
+			 chain.c_str());
 }
 
 std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const GpuCopyJob> jobs,

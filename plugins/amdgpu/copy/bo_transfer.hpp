@@ -59,6 +59,7 @@ struct CopyStats {
 	uint64_t staging_bytes = 0;
 	uint64_t chain_bytes = 0; // left out of the image (dump) or read from the chain (restore)
 	double sum_seconds = 0;	  // of `seconds`, spent summing the blocks (image_checksums.hpp)
+	double io_seconds = 0;	  // of `seconds`, in the kernel writing or reading the images
 	// The sums of the bytes that passed (block_grid(job.sizes)); dumping, of the image written.
 	PagesSums sums;
 };
@@ -75,7 +76,8 @@ GpuCopyJob copy_job(const Topology &topology, uint32_t image_gpu_id, uint32_t gp
 int numa_node_of(const Topology &topology, uint32_t gpu_id);
 
 // One log line's worth: "GPU 0x4f1e: 1024.0 MiB in 1.250 s (859 MB/s), 204.8 MiB written,
-// 819.2 MiB of zeros left as holes, 64.0 MiB staging, setup 0.004 s, checksums 0.041 s"
+// 819.2 MiB of zeros left as holes, 64.0 MiB staging, setup 0.004 s, image I/O 0.080 s,
+// checksums 0.041 s"
 // (restoring: read, zeros filled by the engine), then what earlier checkpoints hold: ", 512.0 MiB
 // unchanged, left to earlier checkpoints" (restoring: read from).
 std::string describe(const CopyStats &stats);

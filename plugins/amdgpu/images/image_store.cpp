@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -47,6 +48,20 @@ size_t read_full(int fd, const std::string &name, uint8_t *p, size_t len)
 	}
 	return done;
 }
+
+// Adds the time from its making to its end to `total`: the payload's reads and writes, so that the
+// copy's log line can say how much of its time the kernel took.
+class IoClock {
+public:
+	explicit IoClock(double &total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+	~IoClock() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+	IoClock(const IoClock &) = delete;
+	IoClock &operator=(const IoClock &) = delete;
+
+private:
+	double &total_;
+	std::chrono::steady_clock::time_point start_;
+};
 
 // criu's streamer pipes start at the kernel's 64 KiB: a pages image would cross them in
 // thousands of sleeps and wake-ups of both ends. Best effort: the image goes through either way.
@@ -191,7 +206,10 @@ void ImageWriter::check_room(size_t bytes) const
 void ImageWriter::write(std::span<const uint8_t> bytes)
 {
 	check_room(bytes.size());
-	write_all(fd_.get(), name_, bytes.data(), bytes.size());
+	{
+		const IoClock clock(io_seconds_);
+		write_all(fd_.get(), name_, bytes.data(), bytes.size());
+	}
 	written_ += bytes.size();
 	stored_ += bytes.size();
 }
@@ -204,6 +222,7 @@ void ImageWriter::write_sparse(std::span<const uint8_t> bytes)
 	for (const Extent &e : zero_runs(bytes, written_)) {
 		const auto at = bytes.subspan(static_cast<size_t>(e.offset - written_), static_cast<size_t>(e.len));
 		if (!e.zero) {
+			const IoClock clock(io_seconds_);
 			write_all(fd_.get(), name_, at.data(), at.size());
 			stored_ += e.len;
 		} else if (lseek(fd_.get(), static_cast<off_t>(e.len), SEEK_CUR) < 0) {
@@ -286,6 +305,7 @@ void ImageReader::read(std::span<uint8_t> bytes)
 	if (bytes.size() > size_ - consumed_)
 		fail(-EINVAL, "image %s: reading past its %llu-byte payload", name_.c_str(),
 		     static_cast<unsigned long long>(size_));
+	const IoClock clock(io_seconds_);
 	const size_t got = read_full(fd_.get(), name_, bytes.data(), bytes.size());
 	if (got != bytes.size())
 		fail(-EINVAL, "image %s is truncated at payload byte %llu", name_.c_str(),
@@ -318,6 +338,7 @@ void ImageReader::read_at(uint64_t offset, std::span<uint8_t> bytes) const
 	if (offset > size_ || bytes.size() > size_ - offset)
 		fail(-EINVAL, "image %s: reading past its %llu-byte payload", name_.c_str(),
 		     static_cast<unsigned long long>(size_));
+	const IoClock clock(io_seconds_);
 	size_t done = 0;
 	while (done < bytes.size()) {
 		const ssize_t n = pread(fd_.get(), bytes.data() + done, bytes.size() - done,

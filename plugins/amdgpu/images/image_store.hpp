@@ -84,6 +84,7 @@ public:
 	uint64_t written() const { return written_; } // payload bytes so far, holes included
 	uint64_t stored() const { return stored_; }   // payload bytes actually written
 	uint64_t holes() const { return written_ - stored_; }
+	double io_seconds() const { return io_seconds_; } // in the kernel, writing the payload
 
 private:
 	void check_room(size_t bytes) const; // fails if `bytes` more would pass the announced size
@@ -95,6 +96,7 @@ private:
 	uint64_t written_ = 0; // payload bytes accounted for, holes included
 	uint64_t stored_ = 0;
 	bool regular_ = false;
+	double io_seconds_ = 0;
 };
 
 // Reads one framed image. Opening validates the header against the file size (a stream has
@@ -113,6 +115,7 @@ public:
 	// Reads at a payload offset, wherever the reader stands (a regular file only).
 	void read_at(uint64_t offset, std::span<uint8_t> bytes) const;
 	const std::string &name() const { return name_; }
+	double io_seconds() const { return io_seconds_; } // in the kernel, reading the payload
 
 private:
 	ImageReader(unique_fd fd, std::string name, uint64_t max_size);
@@ -122,6 +125,7 @@ private:
 	uint64_t size_;
 	uint64_t consumed_ = 0;
 	bool regular_ = false;
+	mutable double io_seconds_ = 0;
 };
 
 void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload);

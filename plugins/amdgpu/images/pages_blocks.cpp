@@ -143,6 +143,14 @@ const ImageReader &ChainedPages::chain_image(uint32_t index)
 	return chain_images_.emplace(index, std::move(*reader)).first->second;
 }
 
+double ChainedPages::io_seconds() const
+{
+	double s = 0;
+	for (const auto &[index, reader] : chain_images_)
+		s += reader.io_seconds();
+	return s;
+}
+
 uint64_t ChainedPages::chain_bytes() const
 {
 	uint64_t n = 0;

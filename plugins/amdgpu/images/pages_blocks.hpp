@@ -66,6 +66,7 @@ public:
 	// The bytes of a piece from this checkpoint's pages image `image` or from the chain.
 	void read(const Piece &piece, const ImageReader &image, std::span<uint8_t> out);
 	uint64_t chain_bytes() const; // of the payload, read from the chain
+	double io_seconds() const;    // reading the chain's images
 
 private:
 	struct Block {
