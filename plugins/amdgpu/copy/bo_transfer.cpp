@@ -198,6 +198,7 @@ ImageReader &GpuWorker::reader()
 		const std::string name = pages_image_name(kfd_id_, job_.image_gpu_id);
 		const uint64_t stored = chained_ ? job_.sums->stored_size : total_;
 		reader_.emplace(image_dir_, name, stored);
+		reader_->read_once();
 		if (reader_->payload_size() != stored)
 			fail(-EINVAL, "image %s holds %llu bytes, but the GPU 0x%04x BOs it restores need %llu",
 			     name.c_str(), static_cast<unsigned long long>(reader_->payload_size()), job_.image_gpu_id,

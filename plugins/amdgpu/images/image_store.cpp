@@ -300,6 +300,26 @@ ImageReader::ImageReader(unique_fd fd, std::string name, uint64_t max_size) : fd
 	}
 }
 
+void ImageReader::read_once()
+{
+	if (!regular_ || once_)
+		return;
+	once_ = true;
+	(void)posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+}
+
+// Everything before the payload offset `to` leaves the page cache, best effort (what is cached
+// stays readable either way). From the file's start each time: the kernel drops a large folio
+// only when the range covers all of it, and one may straddle every read's end; the pages
+// dropped before cost nothing to walk again. At the payload's end, the last page goes too.
+void ImageReader::drop_before(uint64_t to) const
+{
+	static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+	const uint64_t file_to = to == size_ ? 0 : (kFrameHeaderSize + to) / page * page; // 0: to the end
+	if (to == size_ || file_to)
+		(void)posix_fadvise(fd_.get(), 0, static_cast<off_t>(file_to), POSIX_FADV_DONTNEED);
+}
+
 void ImageReader::read(std::span<uint8_t> bytes)
 {
 	if (bytes.size() > size_ - consumed_)
@@ -311,6 +331,8 @@ void ImageReader::read(std::span<uint8_t> bytes)
 		fail(-EINVAL, "image %s is truncated at payload byte %llu", name_.c_str(),
 		     static_cast<unsigned long long>(consumed_ + got));
 	consumed_ += got;
+	if (once_)
+		drop_before(consumed_);
 }
 
 HoleMap ImageReader::holes() const
@@ -353,6 +375,8 @@ void ImageReader::read_at(uint64_t offset, std::span<uint8_t> bytes) const
 			     static_cast<unsigned long long>(offset + done));
 		done += static_cast<size_t>(n);
 	}
+	if (once_)
+		drop_before(offset + bytes.size());
 }
 
 void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload)

@@ -116,6 +116,10 @@ public:
 	void read_at(uint64_t offset, std::span<uint8_t> bytes) const;
 	const std::string &name() const { return name_; }
 	double io_seconds() const { return io_seconds_; } // in the kernel, reading the payload
+	// The payload is read once (a pages image): the kernel is told to read ahead, and the pages
+	// read leave the page cache, which would otherwise fill a node's memory with images nobody
+	// reads again while the task being restored needs it. No-op for a stream and on tmpfs.
+	void read_once();
 
 private:
 	ImageReader(unique_fd fd, std::string name, uint64_t max_size);
@@ -126,6 +130,8 @@ private:
 	uint64_t consumed_ = 0;
 	bool regular_ = false;
 	mutable double io_seconds_ = 0;
+	bool once_ = false;
+	void drop_before(uint64_t payload_offset) const;
 };
 
 void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload);

@@ -140,6 +140,7 @@ const ImageReader &ChainedPages::chain_image(uint32_t index)
 	auto reader = ImageReader::open_if_exists(ImageDir::files(ci.dirfd), ci.name, ci.stored_size);
 	if (!reader)
 		fail(-ENOENT, "%s of the checkpoint %u back in the `parent` chain is gone", ci.name.c_str(), ci.level);
+	reader->read_once();
 	return chain_images_.emplace(index, std::move(*reader)).first->second;
 }
 
