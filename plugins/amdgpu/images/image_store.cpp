@@ -218,8 +218,15 @@ void ImageWriter::write_sparse(std::span<const uint8_t> bytes)
 {
 	if (!regular_)
 		return write(bytes);
+	write_runs(bytes, zero_runs(bytes, written_));
+}
+
+void ImageWriter::write_runs(std::span<const uint8_t> bytes, std::span<const Extent> runs)
+{
+	if (!regular_)
+		return write(bytes);
 	check_room(bytes.size());
-	for (const Extent &e : zero_runs(bytes, written_)) {
+	for (const Extent &e : runs) {
 		const auto at = bytes.subspan(static_cast<size_t>(e.offset - written_), static_cast<size_t>(e.len));
 		if (!e.zero) {
 			const IoClock clock(io_seconds_);

@@ -79,6 +79,8 @@ public:
 	// Like write(), but into a regular file the blocks of zeros become holes (sparse_pages.hpp);
 	// a stream gets every byte.
 	void write_sparse(std::span<const uint8_t> bytes);
+	// write_sparse() for a caller that already cut `bytes` into zero_runs(bytes, written()).
+	void write_runs(std::span<const uint8_t> bytes, std::span<const Extent> runs);
 	void finish();
 	const std::string &name() const { return name_; }
 	uint64_t written() const { return written_; } // payload bytes so far, holes included

@@ -17,8 +17,17 @@ PagesSink::PagesSink(uint32_t gpu_id, std::span<const uint64_t> bo_sizes, const 
 void PagesSink::put(std::span<const uint8_t> bytes, ImageWriter &image)
 {
 	if (!chain_) {
-		summer_.add(bytes);
-		image.write_sparse(bytes);
+		// one look for zeros serves both: the sums take a zero run as zeros, the image as a hole
+		const uint64_t base = image.written();
+		const std::vector<Extent> runs = zero_runs(bytes, base);
+		for (const Extent &e : runs) {
+			if (e.zero)
+				summer_.add_zeros(e.len);
+			else
+				summer_.add(bytes.subspan(static_cast<size_t>(e.offset - base),
+							  static_cast<size_t>(e.len)));
+		}
+		image.write_runs(bytes, runs);
 		return;
 	}
 	const std::vector<BlockPlace> &grid = summer_.grid();

@@ -36,8 +36,8 @@ std::vector<Extent> zero_runs(std::span<const uint8_t> bytes, uint64_t base)
 	std::vector<Extent> out;
 	uint64_t pos = 0;
 	while (pos < bytes.size()) {
-		const uint64_t block_end = std::min<uint64_t>(bytes.size(), (base + pos) / kZeroBlock * kZeroBlock +
-										     kZeroBlock - base);
+		const uint64_t block_end =
+			std::min<uint64_t>(bytes.size(), (base + pos) / kZeroBlock * kZeroBlock + kZeroBlock - base);
 		const bool zero = is_zero(bytes.data() + pos, static_cast<size_t>(block_end - pos));
 		if (!out.empty() && out.back().zero == zero)
 			out.back().len += block_end - pos;
