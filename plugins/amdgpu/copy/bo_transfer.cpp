@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "copy/bo_transfer.hpp"
 
+#include "copy/io_pool.hpp"
 #include "copy/sdma_engine.hpp"
 #include "support/error.hpp"
 #include "images/image_store.hpp"
@@ -43,12 +44,27 @@ uint64_t engine_timeout_ns(uint64_t bytes)
 // One staging buffer of the ring: the engine's staging buffer number `index`, given to it once,
 // not per chunk.
 struct Slot {
-	Slot(size_t index, uint64_t size, int numa_node) : index(index), memory(size, numa_node) {}
+	Slot(size_t index, uint64_t size, int numa_node, IoPool &pool) : index(index), memory(size, numa_node), io(pool)
+	{
+	}
 
 	size_t index;
 	StagingMemory memory;
-	std::optional<size_t> chunk; // the chunk in flight in this slot
+	IoBatch io;		     // the image reads into or writes from `memory` in flight (dies first, waiting)
+	std::optional<size_t> chunk; // the chunk in the engine
 	uint64_t batch = 0;
+
+	// Restoring: the chunk read (or being read) into the slot, what the engine does with it, and
+	// the parts of it to sum, in payload order.
+	struct Sum {
+		uint64_t slot_offset;
+		uint64_t len;
+		bool zero;
+	};
+	std::optional<size_t> prepared;
+	std::vector<EngineOp> ops;
+	std::vector<Sum> sums;
+	std::vector<std::pair<const ImageReader *, uint64_t>> read_to; // each image, read up to
 };
 
 // Through the image streamer the pages images pass one after another, each in one go. The workers
@@ -114,9 +130,9 @@ class GpuWorker {
 public:
 	GpuWorker(CopyDirection dir, const GpuCopyJob &job, size_t job_index, const ImageDir &image_dir,
 		  uint32_t kfd_id, uint64_t budget, const std::atomic<bool> &cancel, ImageTurns &turns,
-		  CopyEngines &engines)
+		  CopyEngines &engines, IoPool &pool)
 	    : dir_(dir), job_(job), job_index_(job_index), image_dir_(image_dir), kfd_id_(kfd_id), budget_(budget),
-	      cancel_(cancel), turns_(turns), engines_(engines)
+	      cancel_(cancel), turns_(turns), engines_(engines), pool_(pool)
 	{
 	}
 
@@ -130,11 +146,22 @@ private:
 
 	void take_empty_image(); // restoring a GPU without BOs
 	Ring set_up();
-	void copy_chunks(const Ring &ring);
-	void drain(const Ring &ring) noexcept;
-	void complete(Slot &slot); // waits for the slot's chunk; on dump writes it to the image
+	Slot &slot_for(size_t chunk_index, const Ring &ring); // made when first needed
+	void dump_chunks(const Ring &ring);
+	void restore_chunks(const Ring &ring);
+	void drain() noexcept;
+	void check_cancel() const;
+	// Dumping: the engine fills the slot with a chunk; then, once it has, the chunk is summed and
+	// its writes posted.
 	void submit(Slot &slot, size_t chunk_index);
-	void ops_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p);
+	void take_from_engine(Slot &slot);
+	// Restoring: a chunk's reads are posted into the slot (the engine done with its last one);
+	// then, once they are done, it is summed and handed to the engine.
+	void complete(Slot &slot);
+	void prepare(Slot &slot, size_t chunk_index);
+	void read_piece(Slot &slot, const TransferChunk &c, const TransferPiece &p);
+	void read_into(Slot &slot, const ImageReader &image, uint64_t image_offset, uint64_t slot_offset, uint64_t len);
+	void launch(Slot &slot);
 	ImageWriter &writer(); // opened at its turn
 	ImageReader &reader(); // opened at its turn
 	void finish_image();   // closes the image and passes the turn on
@@ -148,6 +175,7 @@ private:
 	const std::atomic<bool> &cancel_;
 	ImageTurns &turns_;
 	CopyEngines &engines_;
+	IoPool &pool_;
 	uint64_t total_ = 0;
 	uint64_t io_bytes_ = 0;
 	uint64_t zero_bytes_ = 0;
@@ -164,7 +192,6 @@ private:
 	std::unique_ptr<CopyEngine> engine_;
 	std::optional<ImageWriter> writer_;
 	std::optional<ImageReader> reader_;
-	std::vector<EngineOp> ops_;
 	size_t max_ops_ = 0; // of a chunk
 };
 
@@ -172,11 +199,15 @@ void GpuWorker::complete(Slot &slot)
 {
 	if (!slot.chunk)
 		return;
-	const TransferChunk &c = plan_[*slot.chunk];
-	engine_->wait(slot.batch, engine_timeout_ns(c.len));
+	engine_->wait(slot.batch, engine_timeout_ns(plan_[*slot.chunk].len));
 	slot.chunk.reset();
-	if (dir_ == CopyDirection::to_image)
-		sink_->put({ slot.memory.data(), static_cast<size_t>(c.len) }, writer());
+}
+
+void GpuWorker::take_from_engine(Slot &slot)
+{
+	const size_t chunk = *slot.chunk;
+	complete(slot);
+	sink_->put({ slot.memory.data(), static_cast<size_t>(plan_[chunk].len) }, writer(), &slot.io);
 }
 
 ImageWriter &GpuWorker::writer()
@@ -228,43 +259,75 @@ void GpuWorker::finish_image()
 void GpuWorker::submit(Slot &slot, size_t chunk_index)
 {
 	const TransferChunk &c = plan_[chunk_index];
-	ops_.clear();
-	for (const TransferPiece &p : c.pieces) {
-		if (dir_ == CopyDirection::to_image)
-			ops_.push_back({ EngineOp::Kind::to_staging, p.bo, p.bo_offset, p.slot_offset, p.len });
-		else
-			ops_from_image(slot, c, p);
-	}
-	if (dir_ == CopyDirection::from_image && chunk_index + 1 == plan_.size())
-		finish_image(); // read to the end: the next GPU's image may come
-	if (ops_.size() > max_ops_)
-		fail(-EOVERFLOW, "GPU 0x%04x: a chunk of %zu engine operations exceeds the %zu planned", job_.gpu_id,
-		     ops_.size(), max_ops_);
-	slot.batch = engine_->submit(slot.index, ops_);
+	slot.ops.clear();
+	for (const TransferPiece &p : c.pieces)
+		slot.ops.push_back({ EngineOp::Kind::to_staging, p.bo, p.bo_offset, p.slot_offset, p.len });
+	slot.batch = engine_->submit(slot.index, slot.ops);
 	slot.chunk = chunk_index;
 }
 
-// One piece of a restore: the image's data is read into the staging buffer and copied; its holes
-// are skipped and filled with zeros by the engine.
-void GpuWorker::ops_from_image(Slot &slot, const TransferChunk &c, const TransferPiece &p)
+// The image's bytes of a restore chunk are read into the slot (by the pool, from a regular file;
+// a stream is read here, in order), its holes and zero blocks filled by the engine.
+void GpuWorker::prepare(Slot &slot, size_t chunk_index)
+{
+	const TransferChunk &c = plan_[chunk_index];
+	slot.ops.clear();
+	slot.sums.clear();
+	slot.read_to.clear();
+	for (const TransferPiece &p : c.pieces)
+		read_piece(slot, c, p);
+	if (slot.ops.size() > max_ops_)
+		fail(-EOVERFLOW, "GPU 0x%04x: a chunk of %zu engine operations exceeds the %zu planned", job_.gpu_id,
+		     slot.ops.size(), max_ops_);
+	slot.prepared = chunk_index;
+}
+
+void GpuWorker::read_into(Slot &slot, const ImageReader &image, uint64_t image_offset, uint64_t slot_offset,
+			  uint64_t len)
+{
+	const std::span<uint8_t> bytes { slot.memory.data() + slot_offset, static_cast<size_t>(len) };
+	if (!image.positional()) {
+		// a stream: read here, in order; one that leaves blocks to the chain is refused there
+		if (chained_)
+			image.read_at(image_offset, bytes);
+		else
+			reader_->read(bytes);
+		return;
+	}
+	slot.io.post([&image, image_offset, bytes] { image.read_at(image_offset, bytes); });
+	auto at = std::find_if(slot.read_to.begin(), slot.read_to.end(),
+			       [&](const auto &r) { return r.first == &image; });
+	if (at == slot.read_to.end())
+		slot.read_to.emplace_back(&image, image_offset + len);
+	else
+		at->second = std::max(at->second, image_offset + len);
+}
+
+// One piece of a restore chunk: data read into the slot and copied by the engine, holes and zero
+// blocks filled by it.
+void GpuWorker::read_piece(Slot &slot, const TransferChunk &c, const TransferPiece &p)
 {
 	const uint64_t at = c.image_offset + p.slot_offset;
 	reader(); // opened at its turn, which finds its holes
+	auto zeros = [&](uint64_t d, uint64_t len) {
+		slot.ops.push_back({ EngineOp::Kind::zero_fill, p.bo, p.bo_offset + d, 0, len });
+		slot.sums.push_back({ p.slot_offset + d, len, true });
+		zero_bytes_ += len;
+	};
+	auto data = [&](uint64_t d, uint64_t len) {
+		slot.ops.push_back({ EngineOp::Kind::from_staging, p.bo, p.bo_offset + d, p.slot_offset + d, len });
+		slot.sums.push_back({ p.slot_offset + d, len, false });
+	};
 	if (chained_) {
 		for (const ChainedPages::Piece &piece : chained_->split(at, p.len)) {
 			const uint64_t d = piece.offset - at;
 			if (piece.from == ChainedPages::From::zeros) {
-				summer_->add_zeros(piece.len);
-				ops_.push_back({ EngineOp::Kind::zero_fill, p.bo, p.bo_offset + d, 0, piece.len });
-				zero_bytes_ += piece.len;
+				zeros(d, piece.len);
 				continue;
 			}
-			const std::span<uint8_t> bytes { slot.memory.data() + p.slot_offset + d,
-							 static_cast<size_t>(piece.len) };
-			chained_->read(piece, *reader_, bytes);
-			summer_->add(bytes);
-			ops_.push_back(
-				{ EngineOp::Kind::from_staging, p.bo, p.bo_offset + d, p.slot_offset + d, piece.len });
+			const ChainedPages::Source from = chained_->source(piece, *reader_);
+			read_into(slot, *from.image, from.offset, p.slot_offset + d, piece.len);
+			data(d, piece.len);
 			(piece.from == ChainedPages::From::chain ? chain_bytes_ : io_bytes_) += piece.len;
 		}
 		return;
@@ -272,20 +335,36 @@ void GpuWorker::ops_from_image(Slot &slot, const TransferChunk &c, const Transfe
 	for (const Extent &e : holes_.split(at, p.len)) {
 		const uint64_t d = e.offset - at;
 		if (e.zero) {
-			reader().skip(e.len);
-			summer_->add_zeros(e.len);
-			ops_.push_back({ EngineOp::Kind::zero_fill, p.bo, p.bo_offset + d, 0, e.len });
-			zero_bytes_ += e.len;
+			if (!reader_->positional())
+				reader_->skip(e.len);
+			zeros(d, e.len);
 		} else {
-			const std::span<uint8_t> bytes { slot.memory.data() + p.slot_offset + d,
-							 static_cast<size_t>(e.len) };
-			reader().read(bytes);
-			summer_->add(bytes);
-			ops_.push_back(
-				{ EngineOp::Kind::from_staging, p.bo, p.bo_offset + d, p.slot_offset + d, e.len });
+			read_into(slot, *reader_, e.offset, p.slot_offset + d, e.len);
+			data(d, e.len);
 			io_bytes_ += e.len;
 		}
 	}
+}
+
+// A restore chunk whose reads are done: summed in payload order, what was read leaves the page
+// cache, and the engine takes it.
+void GpuWorker::launch(Slot &slot)
+{
+	slot.io.wait();
+	for (const Slot::Sum &part : slot.sums) {
+		if (part.zero)
+			summer_->add_zeros(part.len);
+		else
+			summer_->add({ slot.memory.data() + part.slot_offset, static_cast<size_t>(part.len) });
+	}
+	for (const auto &[image, to] : slot.read_to)
+		image->drop_before(to);
+	const size_t chunk = *slot.prepared;
+	slot.prepared.reset();
+	if (chunk + 1 == plan_.size())
+		finish_image(); // read to the end: the next GPU's image may come
+	slot.batch = engine_->submit(slot.index, slot.ops);
+	slot.chunk = chunk;
 }
 
 // Nothing to read, and older writers may omit the file. A stream still carries the (empty) image in
@@ -317,32 +396,75 @@ GpuWorker::Ring GpuWorker::set_up()
 	return { shape.slot_size, std::min<size_t>(shape.slots, plan_.size()) };
 }
 
-void GpuWorker::copy_chunks(const Ring &ring)
+Slot &GpuWorker::slot_for(size_t chunk_index, const Ring &ring)
 {
-	for (size_t i = 0; i < plan_.size(); i++) {
-		if (cancel_.load(std::memory_order_relaxed))
-			fail(-ECANCELED, "GPU 0x%04x: copy stopped after another GPU failed", job_.gpu_id);
-		// a slot is made (its memory given to the engine) when first needed, while the engine
-		// already copies through the earlier ones
-		if (slots_.size() < ring.slots) {
-			slots_.push_back(std::make_unique<Slot>(slots_.size(), ring.slot_size, job_.numa_node));
-			const Slot &made = *slots_.back();
-			engine_->add_staging({ made.memory.data(), made.memory.size() }, max_ops_);
-		}
-		Slot &slot = *slots_[i % ring.slots];
-		complete(slot);
-		submit(slot, i);
+	// a slot is made (its memory given to the engine) when first needed, while the engine
+	// already copies through the earlier ones
+	if (slots_.size() < ring.slots && chunk_index == slots_.size()) {
+		slots_.push_back(std::make_unique<Slot>(slots_.size(), ring.slot_size, job_.numa_node, pool_));
+		const Slot &made = *slots_.back();
+		engine_->add_staging({ made.memory.data(), made.memory.size() }, max_ops_);
 	}
-	for (size_t k = 0; k < slots_.size(); k++)
-		complete(*slots_[(plan_.size() + k) % slots_.size()]);
+	return *slots_[chunk_index % ring.slots];
 }
 
-// After a failure: nothing may be freed while the engine still reads or writes it. The submissions
-// still in flight share one deadline (a hung engine fails them all at once).
-void GpuWorker::drain(const Ring &ring) noexcept
+void GpuWorker::check_cancel() const
 {
+	if (cancel_.load(std::memory_order_relaxed))
+		fail(-ECANCELED, "GPU 0x%04x: copy stopped after another GPU failed", job_.gpu_id);
+}
+
+// The engine works `lead` chunks ahead of the host: half the ring is the engine's, the other half
+// holds chunks whose writes (dump) or reads (restore) run on the pool, so that engine, host and
+// image all move at once.
+size_t lead_of(size_t slots)
+{
+	return std::max<size_t>(1, slots / 2);
+}
+
+void GpuWorker::dump_chunks(const Ring &ring)
+{
+	const size_t lead = lead_of(ring.slots);
+	for (size_t i = 0; i < plan_.size() + lead; i++) {
+		check_cancel();
+		if (i < plan_.size()) {
+			Slot &slot = slot_for(i, ring);
+			slot.io.wait(); // its last chunk is in the image
+			submit(slot, i);
+		}
+		if (i >= lead)
+			take_from_engine(*slots_[(i - lead) % ring.slots]);
+	}
+	for (auto &slot : slots_)
+		slot->io.wait();
+}
+
+void GpuWorker::restore_chunks(const Ring &ring)
+{
+	const size_t lead = lead_of(ring.slots);
+	for (size_t i = 0; i < plan_.size() + lead; i++) {
+		check_cancel();
+		if (i < plan_.size()) {
+			Slot &slot = slot_for(i, ring);
+			complete(slot); // the engine is done with its last chunk
+			prepare(slot, i);
+		}
+		if (i >= lead)
+			launch(*slots_[(i - lead) % ring.slots]);
+	}
+	for (auto &slot : slots_)
+		complete(*slot);
+}
+
+// After a failure: nothing may be freed while the pool or the engine still reads or writes it. The
+// submissions still in flight share one deadline (a hung engine fails them all at once).
+void GpuWorker::drain() noexcept
+{
+	for (auto &slot : slots_)
+		slot->io.settle();
 	const auto deadline =
-		std::chrono::steady_clock::now() + std::chrono::nanoseconds(engine_timeout_ns(ring.slot_size));
+		std::chrono::steady_clock::now() +
+		std::chrono::nanoseconds(engine_timeout_ns(slots_.empty() ? 0 : slots_.front()->memory.size()));
 	for (auto &slot : slots_) {
 		if (!slot->chunk)
 			continue;
@@ -380,9 +502,12 @@ CopyStats GpuWorker::run()
 		stats.staging_bytes = ring.slots * ring.slot_size;
 		stats.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 		try {
-			copy_chunks(ring);
+			if (dir_ == CopyDirection::to_image)
+				dump_chunks(ring);
+			else
+				restore_chunks(ring);
 		} catch (...) {
-			drain(ring);
+			drain();
 			throw;
 		}
 	}
@@ -514,12 +639,14 @@ std::vector<CopyStats> copy_bo_contents(CopyDirection direction, std::span<const
 	std::vector<std::exception_ptr> errors(jobs.size());
 	std::atomic<bool> cancel { false };
 	ImageTurns turns(image_dir.streamed(), jobs, cancel);
+	// a stream is written and read in order, by each GPU's worker
+	IoPool pool(image_dir.streamed() ? 0 : IoPool::threads_for(jobs.size()));
 	std::vector<std::thread> threads;
 	for (size_t i = 0; i < jobs.size(); i++) {
 		threads.push_back(plugin_thread([&, i] {
 			try {
 				GpuWorker worker(direction, jobs[i], i, image_dir, kfd_id, max_buffer_size, cancel,
-						 turns, engines);
+						 turns, engines, pool);
 				stats[i] = worker.run();
 			} catch (...) {
 				errors[i] = std::current_exception();

@@ -5,9 +5,12 @@
 //
 // One worker thread per GPU; GPUs run in parallel (through criu's image streamer their images
 // still pass one after another, in GPU id order: see ImageTurns). Within a GPU a ring of staging
-// buffers, given to the engine once, lets the engine fill buffer k+1 while buffer k is written to the
-// image (dump), or the image read of k+1 overlap the engine's write of k (restore). Host memory is
-// the ring, bounded by KFD_MAX_BUFFER_SIZE per GPU, whatever the size of a BO or of VRAM. Zeros
+// buffers, given to the engine once, keeps the engine, the host and the image busy at once: half
+// the ring is the engine's, filling buffers (dump) or emptying them (restore), while the other half
+// is written to the image or read from it by a pool of threads the copy's GPUs share (io_pool.hpp),
+// so that a GPU's image moves at more than one core's rate; the worker sums each buffer between
+// the two. Through a stream the worker writes and reads in order itself. Host memory is the ring,
+// bounded by KFD_MAX_BUFFER_SIZE per GPU, whatever the size of a BO or of VRAM. Zeros
 // are neither written nor read: holes in the image, filled by the engine (sparse_pages.hpp). Every
 // block of a GPU's pages is summed as it passes through staging (image_checksums.hpp): the dump's
 // sums go to the sums image, the restore's are checked against them. Given the images of earlier

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "images/image_store.hpp"
 
+#include "copy/io_pool.hpp"
 #include "support/error.hpp"
 
 #include <dirent.h>
@@ -32,6 +33,24 @@ void write_all(int fd, const std::string &name, const uint8_t *p, size_t len)
 	}
 }
 
+// The payload of a regular file is written in place, so that pieces may be written in any order,
+// from any thread; what is never written stays a hole.
+void pwrite_all(int fd, const std::string &name, const uint8_t *p, size_t len, uint64_t payload_offset)
+{
+	uint64_t at = kFrameHeaderSize + payload_offset;
+	while (len) {
+		const ssize_t n = ::pwrite(fd, p, len, static_cast<off_t>(at));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail_errno(errno, "failed to write image %s at payload byte %llu", name.c_str(),
+				   static_cast<unsigned long long>(at - kFrameHeaderSize));
+		p += n;
+		at += static_cast<uint64_t>(n);
+		len -= static_cast<size_t>(n);
+	}
+}
+
 // Reads exactly len bytes; returns how many were read before end of file.
 size_t read_full(int fd, const std::string &name, uint8_t *p, size_t len)
 {
@@ -53,13 +72,18 @@ size_t read_full(int fd, const std::string &name, uint8_t *p, size_t len)
 // copy's log line can say how much of its time the kernel took.
 class IoClock {
 public:
-	explicit IoClock(double &total) : total_(total), start_(std::chrono::steady_clock::now()) {}
-	~IoClock() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+	explicit IoClock(IoTime &total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+	~IoClock()
+	{
+		total_.add(static_cast<uint64_t>(
+			std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_)
+				.count()));
+	}
 	IoClock(const IoClock &) = delete;
 	IoClock &operator=(const IoClock &) = delete;
 
 private:
-	double &total_;
+	IoTime &total_;
 	std::chrono::steady_clock::time_point start_;
 };
 
@@ -207,8 +231,11 @@ void ImageWriter::write(std::span<const uint8_t> bytes)
 {
 	check_room(bytes.size());
 	{
-		const IoClock clock(io_seconds_);
-		write_all(fd_.get(), name_, bytes.data(), bytes.size());
+		const IoClock clock(io_time_);
+		if (regular_)
+			pwrite_all(fd_.get(), name_, bytes.data(), bytes.size(), written_);
+		else
+			write_all(fd_.get(), name_, bytes.data(), bytes.size());
 	}
 	written_ += bytes.size();
 	stored_ += bytes.size();
@@ -221,21 +248,24 @@ void ImageWriter::write_sparse(std::span<const uint8_t> bytes)
 	write_runs(bytes, zero_runs(bytes, written_));
 }
 
-void ImageWriter::write_runs(std::span<const uint8_t> bytes, std::span<const Extent> runs)
+void ImageWriter::write_runs(std::span<const uint8_t> bytes, std::span<const Extent> runs, IoBatch *io)
 {
 	if (!regular_)
 		return write(bytes);
 	check_room(bytes.size());
 	for (const Extent &e : runs) {
+		if (e.zero)
+			continue; // a hole
 		const auto at = bytes.subspan(static_cast<size_t>(e.offset - written_), static_cast<size_t>(e.len));
-		if (!e.zero) {
-			const IoClock clock(io_seconds_);
-			write_all(fd_.get(), name_, at.data(), at.size());
-			stored_ += e.len;
-		} else if (lseek(fd_.get(), static_cast<off_t>(e.len), SEEK_CUR) < 0) {
-			fail_errno(errno, "image %s: cannot leave a hole at payload byte %llu", name_.c_str(),
-				   static_cast<unsigned long long>(e.offset));
-		}
+		stored_ += e.len;
+		auto write = [this, at, offset = e.offset] {
+			const IoClock clock(io_time_);
+			pwrite_all(fd_.get(), name_, at.data(), at.size(), offset);
+		};
+		if (io)
+			io->post(write);
+		else
+			write();
 	}
 	written_ += bytes.size();
 }
@@ -321,6 +351,8 @@ void ImageReader::read_once()
 // dropped before cost nothing to walk again. At the payload's end, the last page goes too.
 void ImageReader::drop_before(uint64_t to) const
 {
+	if (!once_)
+		return;
 	static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 	const uint64_t file_to = to == size_ ? 0 : (kFrameHeaderSize + to) / page * page; // 0: to the end
 	if (to == size_ || file_to)
@@ -332,14 +364,13 @@ void ImageReader::read(std::span<uint8_t> bytes)
 	if (bytes.size() > size_ - consumed_)
 		fail(-EINVAL, "image %s: reading past its %llu-byte payload", name_.c_str(),
 		     static_cast<unsigned long long>(size_));
-	const IoClock clock(io_seconds_);
+	const IoClock clock(io_time_);
 	const size_t got = read_full(fd_.get(), name_, bytes.data(), bytes.size());
 	if (got != bytes.size())
 		fail(-EINVAL, "image %s is truncated at payload byte %llu", name_.c_str(),
 		     static_cast<unsigned long long>(consumed_ + got));
 	consumed_ += got;
-	if (once_)
-		drop_before(consumed_);
+	drop_before(consumed_);
 }
 
 HoleMap ImageReader::holes() const
@@ -367,7 +398,7 @@ void ImageReader::read_at(uint64_t offset, std::span<uint8_t> bytes) const
 	if (offset > size_ || bytes.size() > size_ - offset)
 		fail(-EINVAL, "image %s: reading past its %llu-byte payload", name_.c_str(),
 		     static_cast<unsigned long long>(size_));
-	const IoClock clock(io_seconds_);
+	const IoClock clock(io_time_);
 	size_t done = 0;
 	while (done < bytes.size()) {
 		const ssize_t n = pread(fd_.get(), bytes.data() + done, bytes.size() - done,
@@ -382,8 +413,6 @@ void ImageReader::read_at(uint64_t offset, std::span<uint8_t> bytes) const
 			     static_cast<unsigned long long>(offset + done));
 		done += static_cast<size_t>(n);
 	}
-	if (once_)
-		drop_before(offset + bytes.size());
 }
 
 void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload)

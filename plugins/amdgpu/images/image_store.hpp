@@ -9,6 +9,7 @@
 #include "images/sparse_pages.hpp"
 #include "support/unique_fd.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -19,7 +20,22 @@
 
 namespace amdgpu {
 
+class IoBatch; // copy/io_pool.hpp
+
 inline constexpr size_t kFrameHeaderSize = 8;
+
+// Time spent in the kernel reading or writing an image, added to from any thread.
+class IoTime {
+public:
+	IoTime() = default;
+	IoTime(IoTime &&other) noexcept : ns_(other.ns_.load()) {}
+	IoTime &operator=(IoTime &&) = delete;
+	void add(uint64_t ns) { ns_ += ns; }
+	double seconds() const { return static_cast<double>(ns_.load()) / 1e9; }
+
+private:
+	std::atomic<uint64_t> ns_ { 0 };
+};
 
 std::string kfd_image_name(uint32_t id);		    // amdgpu-kfd-<id>.img
 std::string pages_image_name(uint32_t id, uint32_t gpu_id); // amdgpu-pages-<id>-<gpuid %04x>.img
@@ -79,14 +95,16 @@ public:
 	// Like write(), but into a regular file the blocks of zeros become holes (sparse_pages.hpp);
 	// a stream gets every byte.
 	void write_sparse(std::span<const uint8_t> bytes);
-	// write_sparse() for a caller that already cut `bytes` into zero_runs(bytes, written()).
-	void write_runs(std::span<const uint8_t> bytes, std::span<const Extent> runs);
+	// write_sparse() for a caller that already cut `bytes` into zero_runs(bytes, written()). Given
+	// `io`, a regular file's data extents are written by tasks posted to it, and the caller keeps
+	// `bytes` until the batch is waited for, and waits before finish().
+	void write_runs(std::span<const uint8_t> bytes, std::span<const Extent> runs, IoBatch *io = nullptr);
 	void finish();
 	const std::string &name() const { return name_; }
 	uint64_t written() const { return written_; } // payload bytes so far, holes included
 	uint64_t stored() const { return stored_; }   // payload bytes actually written
 	uint64_t holes() const { return written_ - stored_; }
-	double io_seconds() const { return io_seconds_; } // in the kernel, writing the payload
+	double io_seconds() const { return io_time_.seconds(); } // in the kernel, writing the payload
 
 private:
 	void check_room(size_t bytes) const; // fails if `bytes` more would pass the announced size
@@ -98,7 +116,7 @@ private:
 	uint64_t written_ = 0; // payload bytes accounted for, holes included
 	uint64_t stored_ = 0;
 	bool regular_ = false;
-	double io_seconds_ = 0;
+	IoTime io_time_;
 };
 
 // Reads one framed image. Opening validates the header against the file size (a stream has
@@ -114,10 +132,15 @@ public:
 	HoleMap holes() const;
 	// Moves past `n` payload bytes of a hole without reading them (a stream has none: holes()).
 	void skip(uint64_t n);
-	// Reads at a payload offset, wherever the reader stands (a regular file only).
+	// Reads at a payload offset, wherever the reader stands (a regular file only), from any thread.
 	void read_at(uint64_t offset, std::span<uint8_t> bytes) const;
+	// After read_once(): everything before payload offset `to` was read, and leaves the page
+	// cache (read() does this itself; a caller of read_at() from several threads says when).
+	void drop_before(uint64_t to) const;
 	const std::string &name() const { return name_; }
-	double io_seconds() const { return io_seconds_; } // in the kernel, reading the payload
+	double io_seconds() const { return io_time_.seconds(); } // in the kernel, reading the payload
+	// A regular file: read_at() works, from any thread.
+	bool positional() const { return regular_; }
 	// The payload is read once (a pages image): the kernel is told to read ahead, and the pages
 	// read leave the page cache, which would otherwise fill a node's memory with images nobody
 	// reads again while the task being restored needs it. No-op for a stream and on tmpfs.
@@ -131,9 +154,8 @@ private:
 	uint64_t size_;
 	uint64_t consumed_ = 0;
 	bool regular_ = false;
-	mutable double io_seconds_ = 0;
+	mutable IoTime io_time_;
 	bool once_ = false;
-	void drop_before(uint64_t payload_offset) const;
 };
 
 void write_image(const ImageDir &dir, const std::string &name, std::span<const uint8_t> payload);

@@ -14,7 +14,7 @@ PagesSink::PagesSink(uint32_t gpu_id, std::span<const uint64_t> bo_sizes, const 
 {
 }
 
-void PagesSink::put(std::span<const uint8_t> bytes, ImageWriter &image)
+void PagesSink::put(std::span<const uint8_t> bytes, ImageWriter &image, IoBatch *io)
 {
 	if (!chain_) {
 		// one look for zeros serves both: the sums take a zero run as zeros, the image as a hole
@@ -27,7 +27,7 @@ void PagesSink::put(std::span<const uint8_t> bytes, ImageWriter &image)
 				summer_.add(bytes.subspan(static_cast<size_t>(e.offset - base),
 							  static_cast<size_t>(e.len)));
 		}
-		image.write_runs(bytes, runs);
+		image.write_runs(bytes, runs, io);
 		return;
 	}
 	const std::vector<BlockPlace> &grid = summer_.grid();
@@ -133,11 +133,17 @@ std::vector<ChainedPages::Piece> ChainedPages::split(uint64_t offset, uint64_t l
 	return out;
 }
 
-void ChainedPages::read(const Piece &piece, const ImageReader &image, std::span<uint8_t> out)
+ChainedPages::Source ChainedPages::source(const Piece &piece, const ImageReader &image)
 {
 	const Block &b = blocks_[block_at(piece.offset)];
 	const uint64_t at = b.stored_offset + (piece.offset - b.offset);
-	(b.from == From::chain ? chain_image(b.chain_image) : image).read_at(at, out);
+	return { b.from == From::chain ? &chain_image(b.chain_image) : &image, at };
+}
+
+void ChainedPages::read(const Piece &piece, const ImageReader &image, std::span<uint8_t> out)
+{
+	const Source from = source(piece, image);
+	from.image->read_at(from.offset, out);
 }
 
 const ImageReader &ChainedPages::chain_image(uint32_t index)

@@ -31,8 +31,9 @@ public:
 	// `chain` may be null (or empty): every block is written.
 	PagesSink(uint32_t gpu_id, std::span<const uint64_t> bo_sizes, const ImageChain *chain);
 
-	// The next bytes of the payload.
-	void put(std::span<const uint8_t> bytes, ImageWriter &image);
+	// The next bytes of the payload. Without a chain, given `io`, their writes are posted to it
+	// (ImageWriter::write_runs); leaving blocks out, the sink writes them itself.
+	void put(std::span<const uint8_t> bytes, ImageWriter &image, IoBatch *io = nullptr);
 	// After the last byte: the sums of the image `image` became.
 	PagesSums finish(const ImageWriter &image);
 	uint64_t chain_bytes() const { return chain_bytes_; } // left out: the chain holds them
@@ -63,7 +64,14 @@ public:
 	};
 	// [offset, offset + len) of the payload as pieces, in order; no piece crosses a block.
 	std::vector<Piece> split(uint64_t offset, uint64_t len) const;
-	// The bytes of a piece from this checkpoint's pages image `image` or from the chain.
+	// Where a piece's bytes are stored: in this checkpoint's pages image `image`, or in an image of
+	// the chain (opened here on first use; it lives as long as this).
+	struct Source {
+		const ImageReader *image;
+		uint64_t offset; // in its payload
+	};
+	Source source(const Piece &piece, const ImageReader &image);
+	// The bytes of a piece, from its source.
 	void read(const Piece &piece, const ImageReader &image, std::span<uint8_t> out);
 	uint64_t chain_bytes() const; // of the payload, read from the chain
 	double io_seconds() const;    // reading the chain's images
