@@ -53,6 +53,7 @@ struct Slot {
 	IoBatch io;		     // the image reads into or writes from `memory` in flight (dies first, waiting)
 	std::optional<size_t> chunk; // the chunk in the engine
 	uint64_t batch = 0;
+	uint64_t written_to = 0; // dumping: the image's payload up to the end of the writes in `io`
 
 	// Restoring: the chunk read (or being read) into the slot, what the engine does with it, and
 	// the parts of it to sum, in payload order.
@@ -208,6 +209,7 @@ void GpuWorker::take_from_engine(Slot &slot)
 	const size_t chunk = *slot.chunk;
 	complete(slot);
 	sink_->put({ slot.memory.data(), static_cast<size_t>(plan_[chunk].len) }, writer(), &slot.io);
+	slot.written_to = writer_->written();
 }
 
 ImageWriter &GpuWorker::writer()
@@ -429,7 +431,9 @@ void GpuWorker::dump_chunks(const Ring &ring)
 		check_cancel();
 		if (i < plan_.size()) {
 			Slot &slot = slot_for(i, ring);
-			slot.io.wait(); // its last chunk is in the image
+			slot.io.wait(); // its last chunk is in the image, and so is every one before it
+			if (writer_)
+				writer_->written_before(slot.written_to);
 			submit(slot, i);
 		}
 		if (i >= lead)

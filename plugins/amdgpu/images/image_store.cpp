@@ -270,6 +270,25 @@ void ImageWriter::write_runs(std::span<const uint8_t> bytes, std::span<const Ext
 	written_ += bytes.size();
 }
 
+void ImageWriter::written_before(uint64_t to)
+{
+	if (!regular_ || to <= flushing_from_)
+		return;
+	// best effort both: the bytes are in the file either way
+	(void)sync_file_range(fd_.get(), static_cast<off_t>(kFrameHeaderSize + flushing_from_),
+			      static_cast<off_t>(to - flushing_from_), SYNC_FILE_RANGE_WRITE);
+	flushing_from_ = to;
+	if (to < dropped_to_ + 2 * kWriteBehind)
+		return;
+	const uint64_t drop_to = to - kWriteBehind;
+	const IoClock clock(io_time_); // waiting for the disk is the image's time
+	(void)sync_file_range(fd_.get(), static_cast<off_t>(kFrameHeaderSize + dropped_to_),
+			      static_cast<off_t>(drop_to - dropped_to_),
+			      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+	(void)posix_fadvise(fd_.get(), 0, static_cast<off_t>(kFrameHeaderSize + drop_to), POSIX_FADV_DONTNEED);
+	dropped_to_ = drop_to;
+}
+
 void ImageWriter::finish()
 {
 	if (sizing_ == Sizing::at_most && written_ != size_) {

@@ -99,6 +99,12 @@ public:
 	// `io`, a regular file's data extents are written by tasks posted to it, and the caller keeps
 	// `bytes` until the batch is waited for, and waits before finish().
 	void write_runs(std::span<const uint8_t> bytes, std::span<const Extent> runs, IoBatch *io = nullptr);
+	// Everything before payload offset `to` is in the file (its writes done): it starts on its way
+	// to the disk, and what lies more than kWriteBehind before it leaves the page cache once it is
+	// there. A dump then holds at most twice that of an image in the page cache, not the node's
+	// memory's worth of dirty pages. No-op for a stream and on tmpfs.
+	void written_before(uint64_t to);
+	static constexpr uint64_t kWriteBehind = 64ull << 20;
 	void finish();
 	const std::string &name() const { return name_; }
 	uint64_t written() const { return written_; } // payload bytes so far, holes included
@@ -117,6 +123,8 @@ private:
 	uint64_t stored_ = 0;
 	bool regular_ = false;
 	IoTime io_time_;
+	uint64_t flushing_from_ = 0; // payload: writeback started before it
+	uint64_t dropped_to_ = 0;    // payload: on the disk and out of the cache before it
 };
 
 // Reads one framed image. Opening validates the header against the file size (a stream has
