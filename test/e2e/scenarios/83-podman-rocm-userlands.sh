@@ -54,6 +54,8 @@ for version in $(userland_versions); do
 			emu_reload preset=2xmi210 gpu_ids=0x0e01,0x0e02 ||
 				{ tap_not_ok "$tag: reload as another node"; continue; }
 			tap_guide podman-restore "$tag: podman container restore --import on other gpu_ids"
+			# the archive lives in the guest's memory, which the scenarios after this one need
+			rm -f /var/lib/gpu-checkpoints/job.tar.zst
 			pid=$(gpu_container_pid job)
 			by_guide=0
 		else
