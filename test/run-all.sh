@@ -20,7 +20,8 @@ cd "$top" || exit 1
 
 # The parts of check-full, in the order `make check-full` runs them. Each stays under 45 minutes
 # on a 2-core machine, and the ones .ci/run takes in turn under 25 (with make check, 60).
-PARTS=(bookworm soak fault-sweep criu-4.2 trixie trixie-rocm criu-4.1)
+# Seven: a prime number (below). The soak runs within bookworm; PART=soak runs it alone.
+PARTS=(bookworm fault-sweep criu-4.2 trixie trixie-rocm containers criu-4.1)
 
 case "${1:-}" in
 --list)
@@ -154,13 +155,14 @@ part_check() {
 }
 
 # The bookworm guest's scenarios make check leaves out, ROCm 5.2.3's HIP kernels in flight (bookworm's
-# hipcc builds them: scripts/install-deps.sh --full installs it), and the guests larger than the
+# hipcc builds them: scripts/install-deps.sh --full installs it), the guests larger than the
 # suite's: a BO over 4 GiB in 10 GiB (it copies 4 GiB each way under emulation), Podman and its
-# storage in 4 GiB.
+# storage in 4 GiB; and the soak at its full length.
 part_bookworm() {
 	vm "bookworm, criu 3.17.1, the rest" VM_CRIU=3.17.1 VM_SCENARIOS="$BOOKWORM_REST" CHECK_FULL=1
 	vm "bookworm, criu 3.17.1, 10 GiB guest" VM_CRIU=3.17.1 VM_MEM=10240 VM_SCENARIOS='e2e/42-*'
 	vm "bookworm, criu 3.17.1, 4 GiB guest" VM_CRIU=3.17.1 VM_MEM=4096 VM_SCENARIOS='e2e/8*'
+	part_soak
 }
 
 # The soak at its full length: 50 checkpoint cycles per workload.
@@ -189,15 +191,23 @@ part_trixie() {
 
 # ROCm 7.2.4's processes and containers, and 6.4.3's restored on a larger node (e2e/61), its
 # kernels in flight restored a second time and on MI300X CPX partitions and an eight-GPU MI300X
-# node, its Docker containers given a subset of the GPUs and refused, its pods under containerd's
-# CRI restored from a checkpoint archive on another node and refused (CHECK_FULL), under criu 4.3. That node's job holds some 6 GiB (800 MiB per MI300X, a
+# node (CHECK_FULL), under criu 4.3. That node's job holds some 6 GiB (800 MiB per MI300X, a
 # context save area per XCC of every queue) and its images as much again, in the guest's memory:
 # a 16 GiB guest (QEMU takes the memory as the guest uses it).
 part_trixie_rocm() {
 	vm "trixie, criu 4.3, ROCm 7.2.4" VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=4096 ROCM_USERLANDS=7.2 \
 		VM_SCENARIOS="$ROCM_SCENARIOS"
 	vm "trixie, criu 4.3, ROCm 6.4.3, CHECK_FULL" VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=16384 \
-		ROCM_USERLANDS=6.4 VM_SCENARIOS='e2e/61-* e2e/65-* e2e/67-* e2e/84-* e2e/85-*' CHECK_FULL=1
+		ROCM_USERLANDS=6.4 VM_SCENARIOS='e2e/61-* e2e/65-* e2e/67-*' CHECK_FULL=1
+}
+
+# ROCm 6.4.3's job in Docker containers given a subset of the GPUs and refused, and in pods under
+# containerd's CRI, restored from a checkpoint archive on another node and refused (CHECK_FULL),
+# under criu 4.3; an 8 GiB guest (checkpoints pass through containerd's content store, vfs copies
+# the image for every container).
+part_containers() {
+	vm "trixie, criu 4.3, ROCm 6.4.3, containers, CHECK_FULL" VM_GUEST=trixie VM_CRIU=4.3 VM_MEM=8192 \
+		ROCM_USERLANDS=6.4 VM_SCENARIOS='e2e/84-* e2e/85-*' CHECK_FULL=1
 }
 
 # trixie's own criu 4.1.1: the checkpoint/restore scenarios, and ROCm 6.4.3's processes, which
