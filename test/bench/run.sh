@@ -11,6 +11,8 @@ echo "=== The dump's zero test (host)"
 build/bench/zero_test_bench || status=1
 echo "=== The checksums of GPU memory (host)"
 build/bench/checksum_bench || status=1
+echo "=== The plugin's host path at a node's speed: 1 to 8 GPUs, dense and sparse, a chain of five (host, images on tmpfs)"
+build/bench/host_path_bench || status=1
 
 echo "=== BO transfer through the emulated SDMA engine (QEMU guest)"
 if [ -x test/bench/transfer.sh ]; then
