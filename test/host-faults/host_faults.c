@@ -3,8 +3,8 @@
 // libhost-faults.so: the fault sweep's seam for host calls (test/host-faults/README.md). Preloaded
 // into criu (LD_PRELOAD) by test/e2e/scenarios/95-fault-sweep.sh only; nothing users run loads it.
 //
-// It sees the calls the plugin makes on its image files (amdgpu-*.img: open, read, write, lseek,
-// fstat, ftruncate, close) and for its staging memory (posix_memalign and numa_alloc_onnode called
+// It sees the calls the plugin makes on its image files (amdgpu-*.img: open, read, write, pread,
+// pwrite, lseek, fstat, ftruncate, close) and for its staging memory (posix_memalign and numa_alloc_onnode called
 // from amdgpu_plugin.so), and
 //   - with AMDGPU_HOST_CALLS=<file>, appends one line per call to that file: "<call> <what>",
 //     <what> being the image's name with criu's file id as "*" (amdgpu-pages-*-c1e6.img) or
@@ -63,6 +63,8 @@ static int armed; // how many
 static int (*real_openat)(int, const char *, int, ...);
 static ssize_t (*real_read)(int, void *, size_t);
 static ssize_t (*real_write)(int, const void *, size_t);
+static ssize_t (*real_pread)(int, void *, size_t, off_t);
+static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
 static off_t (*real_lseek)(int, off_t, int);
 static int (*real_fstat)(int, struct stat *);
 static int (*real_ftruncate)(int, off_t);
@@ -95,6 +97,8 @@ static void resolve(void)
 	real_openat = next("openat");
 	real_read = next("read");
 	real_write = next("write");
+	real_pread = next("pread");
+	real_pwrite = next("pwrite");
 	real_lseek = next("lseek");
 	real_fstat = next("fstat");
 	real_ftruncate = next("ftruncate");
@@ -286,6 +290,18 @@ EXPORT ssize_t write(int fd, const void *buf, size_t count)
 	return REAL(write)(fd, buf, count);
 }
 
+EXPORT ssize_t pread(int fd, void *buf, size_t count, off_t offset)
+{
+	FAIL_ON_IMAGE("pread", fd, -1);
+	return REAL(pread)(fd, buf, count, offset);
+}
+
+EXPORT ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
+{
+	FAIL_ON_IMAGE("pwrite", fd, -1);
+	return REAL(pwrite)(fd, buf, count, offset);
+}
+
 EXPORT off_t lseek(int fd, off_t offset, int whence)
 {
 	FAIL_ON_IMAGE("lseek", fd, -1);
@@ -308,6 +324,16 @@ EXPORT int ftruncate(int fd, off_t length)
 EXPORT off64_t lseek64(int fd, off64_t offset, int whence)
 {
 	return lseek(fd, offset, whence);
+}
+
+EXPORT ssize_t pread64(int fd, void *buf, size_t count, off64_t offset)
+{
+	return pread(fd, buf, count, offset);
+}
+
+EXPORT ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t offset)
+{
+	return pwrite(fd, buf, count, offset);
 }
 
 EXPORT int fstat64(int fd, struct stat64 *st)

@@ -9,7 +9,8 @@
 #           criu: criu itself, and a task criu is restoring; and by the restore guard, which copies
 #           the restored task's GPU memory after the task went on: a fault there fails the restore
 #           at the join, before the task's queues resume);
-#   host:   each open, read, write, lseek, fstat, ftruncate and close of the plugin's image files
+#   host:   each open, read, write, pread, pwrite, lseek, fstat, ftruncate and close of the
+#           plugin's image files
 #           (EIO) and each allocation of staging memory (ENOMEM), failed by a preloaded seam that
 #           also counts them (test/host-faults/README.md).
 # So the number of points grows with the code, not by hand. For each point:
@@ -58,7 +59,7 @@ dump_calls=$(cat "$EMU_DEBUGFS/calls")
 dump_host_calls=$(host_calls_listing)
 log "calls during a dump: $(tr '\n' ';' <<<"$dump_calls")"
 log "host calls during a dump: $(tr '\n' ';' <<<"$dump_host_calls")"
-if seam_saw "$dump_host_calls" open fstat write ftruncate close; then
+if seam_saw "$dump_host_calls" open fstat write ftruncate close && grep -q '^pwrite amdgpu-pages-' <<<"$dump_host_calls"; then
 	tap_ok "kfd: the host seam sees the dump's image files and staging memory"
 else
 	tap_not_ok "kfd: the host seam sees the dump's image files and staging memory" "it saw: $dump_host_calls"
@@ -94,7 +95,7 @@ restore_calls=$(cat "$EMU_DEBUGFS/calls")
 restore_host_calls=$(host_calls_listing)
 log "calls during a restore: $(tr '\n' ';' <<<"$restore_calls")"
 log "host calls during a restore: $(tr '\n' ';' <<<"$restore_host_calls")"
-if seam_saw "$restore_host_calls" open fstat read close; then
+if seam_saw "$restore_host_calls" open fstat read close && grep -q '^pread amdgpu-pages-' <<<"$restore_host_calls"; then
 	tap_ok "kfd: the host seam sees the restore's image files and staging memory"
 else
 	tap_not_ok "kfd: the host seam sees the restore's image files and staging memory" "it saw: $restore_host_calls"
