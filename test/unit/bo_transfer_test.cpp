@@ -6,15 +6,12 @@
 #include "images/image_chain.hpp"
 #include "images/image_store.hpp"
 #include "support/error.hpp"
+#include "support/page_cache.hpp"
 #include "support/random_bytes.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fcntl.h>
-#include <linux/magic.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -223,34 +220,13 @@ TEST(BoTransfer, PatternEngineTouchesHostMemoryOnlyInTheRingsFirstRound)
 		EXPECT_EQ(restored[0].sums.blocks[b].digest, dumped[0].sums.blocks[b].digest) << "block " << b;
 }
 
-// Pages of the file `name` in `dirfd` in the page cache.
-size_t cached_bytes(int dirfd, const std::string &name)
-{
-	struct stat st {};
-	const unique_fd fd(openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC));
-	if (!fd || fstat(fd.get(), &st) || !st.st_size)
-		return 0;
-	const size_t bytes = static_cast<size_t>(st.st_size);
-	void *map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
-	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-	std::vector<unsigned char> resident((bytes + page - 1) / page);
-	mincore(map, bytes, resident.data());
-	munmap(map, bytes);
-	size_t n = 0;
-	for (unsigned char r : resident)
-		n += r & 1;
-	return n * page;
-}
-
 // A dump to a disk does not fill the node's memory with its images: what was written goes to the
 // disk as the copy goes, and leaves the page cache once there, all but the last 64 to 128 MiB of
 // each image.
 TEST(BoTransfer, ADumpToADiskKeepsLittleOfItsImageInThePageCache)
 {
 	test::TempDir dir;
-	struct statfs fs {};
-	ASSERT_EQ(fstatfs(dir.fd(), &fs), 0);
-	if (fs.f_type == TMPFS_MAGIC)
+	if (test::on_tmpfs(dir.fd()))
 		GTEST_SKIP() << "the test directory is on tmpfs, whose pages are the file itself";
 	Bos gpu;
 	gpu.bytes.emplace_back(224 * MiB);
@@ -262,7 +238,8 @@ TEST(BoTransfer, ADumpToADiskKeepsLittleOfItsImageInThePageCache)
 	const std::vector<CopyStats> dumped =
 		copy_bo_contents(CopyDirection::to_image, jobs, ImageDir::files(dir.fd()), kKfd, 8 * MiB, engines);
 	EXPECT_EQ(dumped[0].io_bytes, 224 * MiB) << describe(dumped[0]);
-	EXPECT_LE(cached_bytes(dir.fd(), pages_image_name(kKfd, 0x5555)), 2 * ImageWriter::kWriteBehind + 8 * MiB);
+	EXPECT_LE(test::cached_bytes(dir.fd(), pages_image_name(kKfd, 0x5555)),
+		  2 * ImageWriter::kWriteBehind + 8 * MiB);
 }
 
 } // namespace

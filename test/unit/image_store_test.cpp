@@ -2,13 +2,11 @@
 #include "images/image_store.hpp"
 
 #include "support/error.hpp"
+#include "support/page_cache.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fcntl.h>
-#include <linux/magic.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -265,31 +263,13 @@ TEST(ImageStore, StreamGoesOneWayAndItsFailuresNameTheImage)
 	expect_error([&] { ImageReader r(broken, "c.img", 1024); }, -EIO, { "c.img", "streamer" });
 }
 
-// Pages of `name` in the page cache.
-size_t cached_pages(int dirfd, const std::string &name, size_t bytes)
-{
-	const int fd = openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC);
-	void *map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-	std::vector<unsigned char> resident((bytes + page - 1) / page);
-	mincore(map, bytes, resident.data());
-	munmap(map, bytes);
-	size_t n = 0;
-	for (unsigned char r : resident)
-		n += r & 1;
-	return n;
-}
-
 // A restore reads a pages image once: what it read leaves the page cache (a node restoring a
 // large job would otherwise fill its memory with images), front to back, and block by block as
 // the copy says what it has read.
 TEST(ImageReader, APagesImageReadOnceLeavesThePageCache)
 {
 	TempDir dir;
-	struct statfs fs {};
-	ASSERT_EQ(fstatfs(dir.fd(), &fs), 0);
-	if (fs.f_type == TMPFS_MAGIC)
+	if (test::on_tmpfs(dir.fd()))
 		GTEST_SKIP() << "the test directory is on tmpfs, whose pages are the file itself";
 	const size_t kPayload = 4 << 20;
 	std::vector<uint8_t> payload(kPayload, 0x5a);
@@ -299,13 +279,13 @@ TEST(ImageReader, APagesImageReadOnceLeavesThePageCache)
 		fsync(fd); // only written-back pages can leave
 		close(fd);
 	}
-	const size_t file = kPayload + kFrameHeaderSize;
+	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 	ImageReader front(ImageDir::files(dir.fd()), "amdgpu-pages-1-1000.img", kPayload);
 	front.read_once();
 	std::vector<uint8_t> into(1 << 20);
 	for (int i = 0; i < 4; i++)
 		front.read(into);
-	EXPECT_LE(cached_pages(dir.fd(), "amdgpu-pages-1-1000.img", file), 1u) << "read front to back";
+	EXPECT_LE(test::cached_bytes(dir.fd(), "amdgpu-pages-1-1000.img"), page) << "read front to back";
 
 	ImageReader blocks(ImageDir::files(dir.fd()), "amdgpu-pages-1-1000.img", kPayload);
 	blocks.read_once();
@@ -313,7 +293,7 @@ TEST(ImageReader, APagesImageReadOnceLeavesThePageCache)
 		blocks.read_at(at, into); // as the copy's I/O threads do
 		blocks.drop_before(at + into.size());
 	}
-	EXPECT_LE(cached_pages(dir.fd(), "amdgpu-pages-1-1000.img", file), 1u) << "read block by block";
+	EXPECT_LE(test::cached_bytes(dir.fd(), "amdgpu-pages-1-1000.img"), page) << "read block by block";
 }
 
 } // namespace
