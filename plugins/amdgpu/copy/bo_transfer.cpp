@@ -334,11 +334,10 @@ void GpuWorker::read_piece(Slot &slot, const TransferChunk &c, const TransferPie
 		}
 		return;
 	}
+	// only a regular file has holes (a stream's map is empty), read in place: nothing to skip
 	for (const Extent &e : holes_.split(at, p.len)) {
 		const uint64_t d = e.offset - at;
 		if (e.zero) {
-			if (!reader_->positional())
-				reader_->skip(e.len);
 			zeros(d, e.len);
 		} else {
 			read_into(slot, *reader_, e.offset, p.slot_offset + d, e.len);
